@@ -1,0 +1,43 @@
+# The course's two commands:   make lab    (set up, start Kafka, open JupyterLab)
+#                              make test   (run the whole test suite)
+# Everything lives in this folder: .venv/ (Python packages), .cache/ (jars), .streamlab/ (broker, checkpoints).
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null || echo python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: help lab test setup labs kafka-stop clean
+
+help:
+	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course"
+	@echo "make test   set up (first run only) and run every test, notebook and lab"
+	@echo "make labs   regenerate the student labs in labs/ from solutions/"
+	@echo "make kafka-stop   stop the course's Kafka broker"
+
+lab: setup
+	$(BIN)/streamlab lab
+
+test: setup
+	$(BIN)/python -m pytest
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "The course needs Python 3.11; found " + sys.version.split()[0] + " at " + sys.executable + ". Install Python 3.11 or use: make PYTHON=/path/to/python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/streamlab fetch
+	@touch $(STAMP)
+
+labs: setup
+	$(BIN)/streamlab release-labs
+
+kafka-stop:
+	$(BIN)/streamlab kafka stop
+
+clean:
+	-$(BIN)/streamlab kafka stop
+	rm -rf $(VENV) .cache .streamlab

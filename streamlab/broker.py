@@ -1,0 +1,265 @@
+"""The native Kafka broker: one real Apache Kafka 4.x node in KRaft mode, no Docker needed.
+
+``start()`` resolves the broker's jars (once), formats its storage (once), launches it bound to
+127.0.0.1 (on another port if 9092 is taken), and waits until it accepts clients.
+``status()`` tells whether it runs; ``stop()`` shuts it down cleanly. Topics survive a restart.
+Everything lives in ``data_dir()/kafka``: ``server.properties``, ``data/``, ``broker.log``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from .paths import data_dir
+
+DEFAULT_PORT = 9092
+HEAP = os.environ.get("STREAMLAB_KAFKA_HEAP", "512m")
+START_TIMEOUT_S = 90
+STOP_TIMEOUT_S = 30
+
+
+class BrokerError(RuntimeError):
+    """The broker could not be started; the message says why and where its log is."""
+
+
+@dataclass
+class BrokerStatus:
+    running: bool
+    pid: int | None = None
+    port: int | None = None
+    detail: str = ""
+
+    @property
+    def bootstrap_servers(self) -> str | None:
+        return f"127.0.0.1:{self.port}" if self.port else None
+
+
+def home() -> Path:
+    path = data_dir() / "kafka"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def log_file() -> Path:
+    return home() / "broker.log"
+
+
+def _state_file() -> Path:
+    return home() / "broker.json"
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(preferred: int, avoid: set[int] = frozenset()) -> int:
+    for port in [preferred, *range(preferred + 1, preferred + 20)]:
+        if port not in avoid and port_is_free(port):
+            return port
+    with socket.socket() as s:  # let the OS choose
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _is_our_broker(pid: int) -> bool:
+    import psutil
+
+    try:
+        cmdline = psutil.Process(pid).cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return "kafka.Kafka" in cmdline and str(home() / "server.properties") in cmdline
+
+
+def _accepts_connections(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def status() -> BrokerStatus:
+    """Is the course's native broker running? Says so, and says when it died."""
+    try:
+        state = json.loads(_state_file().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return BrokerStatus(False, detail="not started")
+    pid, port = state.get("pid"), state.get("port")
+    if not _is_our_broker(pid):
+        return BrokerStatus(False, pid, port,
+                            f"not running: the broker (pid {pid}) has exited; see {log_file()} "
+                            "(`streamlab kafka start` starts it again, keeping its topics)")
+    if not _accepts_connections(port):
+        return BrokerStatus(True, pid, port, "starting (process up, port not yet accepting)")
+    return BrokerStatus(True, pid, port, f"running on 127.0.0.1:{port} (pid {pid})")
+
+
+def _write_config(port: int, controller_port: int) -> Path:
+    props = home() / "server.properties"
+    props.write_text(f"""# Written by streamlab: a single-node KRaft broker for the course (broker + controller).
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={home() / 'data'}
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+delete.topic.enable=true
+log.retention.hours=-1
+""")
+    (home() / "log4j2.yaml").write_text(f"""Configuration:
+  Appenders:
+    RollingFile:
+      name: FILE
+      fileName: "{log_file()}"
+      filePattern: "{log_file()}.%i"
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+      Policies:
+        SizeBasedTriggeringPolicy:
+          size: 20MB
+      DefaultRolloverStrategy:
+        max: 2
+  Loggers:
+    Logger:
+      - name: kafka
+        level: INFO
+      - name: org.apache.kafka
+        level: INFO
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: FILE
+""")
+    return props
+
+
+def _classpath() -> str:
+    from . import jars
+
+    jars.fetch("kafka")
+    return os.pathsep.join(str(j) for j in jars.jars("kafka"))
+
+
+def _format_storage(java: str, props: Path) -> None:
+    if (home() / "data" / "meta.properties").exists():
+        return
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    proc = subprocess.run(
+        [java, "-cp", _classpath(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+         "-c", str(props), "--ignore-formatted"],
+        capture_output=True, text=True, timeout=120,
+    )
+    if proc.returncode != 0:
+        raise BrokerError("Formatting the broker's storage failed:\n" + proc.stdout + proc.stderr)
+
+
+def start(port: int = DEFAULT_PORT, *, quiet: bool = False) -> BrokerStatus:
+    """Start the native broker (or return the running one) and wait until it accepts clients."""
+    current = status()
+    if current.running:
+        _wait_ready(current.pid, current.port)
+        return status()
+    from .checks import require_java
+
+    java = require_java()
+    chosen = _free_port(port)
+    controller = _free_port(chosen + 1000, avoid={chosen})
+    if chosen != port and not quiet:
+        print(f"Port {port} is taken by another program; the course's broker uses {chosen} instead.")
+    props = _write_config(chosen, controller)
+    _format_storage(java, props)
+    cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+           f"-Dlog4j2.configurationFile={home() / 'log4j2.yaml'}",
+           "-cp", _classpath(), "kafka.Kafka", str(props)]
+    with open(home() / "broker.out", "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=home())
+    _state_file().write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
+                                         "started": time.time()}))
+    if not quiet:
+        print(f"Starting Kafka {_version()} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)
+    _wait_ready(proc.pid, chosen)
+    return status()
+
+
+def _version() -> str:
+    from .jars import KAFKA_VERSION
+
+    return KAFKA_VERSION
+
+
+def _wait_ready(pid: int, port: int, timeout: float = START_TIMEOUT_S) -> None:
+    from .kafka import ping
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _is_our_broker(pid):
+            raise BrokerError(f"The broker exited during start-up. Last lines of {log_file()}:\n{_log_tail()}")
+        if _accepts_connections(port):
+            ok, _ = ping(f"127.0.0.1:{port}", timeout_s=5)
+            if ok:
+                return
+        time.sleep(0.5)
+    raise BrokerError(f"The broker did not accept clients within {timeout:.0f}s. "
+                      f"Last lines of {log_file()}:\n{_log_tail()}")
+
+
+def _log_tail(lines: int = 20) -> str:
+    texts = []
+    for path in (log_file(), home() / "broker.out"):
+        if path.exists():
+            texts.extend(path.read_text(errors="replace").splitlines()[-lines:])
+    return "\n".join(texts[-lines:]) or "(empty)"
+
+
+def stop(*, quiet: bool = False) -> bool:
+    """Stop the native broker cleanly (SIGTERM, then SIGKILL after 30 s). True if one was running."""
+    current = status()
+    if current.pid is None or not _is_our_broker(current.pid):
+        _state_file().unlink(missing_ok=True)
+        return False
+    os.kill(current.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline and _is_our_broker(current.pid):
+        time.sleep(0.2)
+    if _is_our_broker(current.pid):
+        os.kill(current.pid, signal.SIGKILL)
+    _state_file().unlink(missing_ok=True)
+    if not quiet:
+        print(f"Stopped the broker (pid {current.pid}).")
+    return True
+
+
+def reset(*, quiet: bool = False) -> None:
+    """Stop the broker and delete all its topics (the next start formats fresh storage)."""
+    import shutil
+
+    stop(quiet=quiet)
+    shutil.rmtree(home() / "data", ignore_errors=True)
+    if not quiet:
+        print("Deleted the broker's data: all topics are gone.")

@@ -1,0 +1,119 @@
+"""The `streamlab` command: set up, run the broker, check the environment, open the course.
+
+    streamlab fetch                 resolve the Java jars once (then everything works offline)
+    streamlab kafka start|stop|status|reset
+    streamlab doctor                check Java, pyspark, the connector, the broker, ports, memory
+    streamlab lab                   start the broker and open JupyterLab on the course
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from . import broker, jars
+from .checks import JavaError
+
+
+def cmd_fetch(args) -> int:
+    sets = [name for name in jars.JAR_SETS if getattr(args, name)] or list(jars.JAR_SETS)
+    for name in sets:
+        found = jars.fetch(name)
+        print(f"{name}: {len(found)} jars in {jars.jar_dir(name)}")
+    return 0
+
+
+def cmd_kafka(args) -> int:
+    if args.action == "start":
+        if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+            print(f"Note: KAFKA_BOOTSTRAP_SERVERS={os.environ['KAFKA_BOOTSTRAP_SERVERS']} is set, "
+                  "so notebooks use that Kafka, not this broker.")
+        started = time.monotonic()
+        state = broker.start(args.port)
+        print(f"Kafka is ready at {state.bootstrap_servers} ({time.monotonic() - started:.1f}s). "
+              f"Log: {broker.log_file()}")
+        return 0
+    if args.action == "stop":
+        if not broker.stop():
+            print("The broker was not running.")
+        return 0
+    if args.action == "reset":
+        broker.reset()
+        return 0
+    state = broker.status()
+    print(state.detail)
+    if state.running:
+        print(f"bootstrap servers: {state.bootstrap_servers}")
+    return 0 if state.running else 1
+
+
+def cmd_doctor(args) -> int:
+    from .checks import report, run_checks
+
+    checks = run_checks(with_spark=not args.quick)
+    print(report(checks))
+    failed = [c for c in checks if not c.ok]
+    print("\nAll checks passed." if not failed else f"\n{len(failed)} check(s) failed: see the hints above.")
+    return 1 if failed else 0
+
+
+def cmd_lab(args) -> int:
+    from .paths import project_root
+
+    for name in ("connector", "kafka"):
+        jars.fetch(name)
+    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+        print(f"Using Kafka at {os.environ['KAFKA_BOOTSTRAP_SERVERS']} (KAFKA_BOOTSTRAP_SERVERS).")
+    else:
+        state = broker.start()
+        print(f"Kafka is ready at {state.bootstrap_servers}. Stop it later with `streamlab kafka stop`.")
+    root = project_root()
+    command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
+               "--LabApp.default_url=/lab/tree/notebooks/00_setup.ipynb", *args.jupyter_args]
+    print("Opening JupyterLab on the course: start with notebooks/00_setup.ipynb")
+    os.execv(sys.executable, command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="streamlab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fetch = sub.add_parser("fetch", help="resolve and cache the jars (Spark Kafka connector, Kafka broker)")
+    fetch.add_argument("--connector", action="store_true", help="only the Spark Kafka connector")
+    fetch.add_argument("--kafka", action="store_true", help="only the Kafka broker")
+    fetch.set_defaults(func=cmd_fetch)
+
+    kafka = sub.add_parser("kafka", help="the native single-node Kafka broker")
+    kafka.add_argument("action", choices=["start", "stop", "status", "reset"])
+    kafka.add_argument("--port", type=int, default=broker.DEFAULT_PORT,
+                       help="preferred port (another is chosen if it is taken)")
+    kafka.set_defaults(func=cmd_kafka)
+
+    doctor = sub.add_parser("doctor", help="check the environment and say how to fix problems")
+    doctor.add_argument("--quick", action="store_true", help="skip the Spark-reads-Kafka check")
+    doctor.set_defaults(func=cmd_doctor)
+
+    lab = sub.add_parser("lab", help="start the broker and open JupyterLab on the course")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed on to `jupyter lab`")
+    lab.set_defaults(func=cmd_lab)
+
+    try:
+        from .grading import add_grade_command
+    except ImportError:
+        pass
+    else:
+        add_grade_command(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (JavaError, jars.FetchError, broker.BrokerError) as err:
+        print(f"streamlab: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

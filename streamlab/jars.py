@@ -1,0 +1,138 @@
+"""Resolve the course's Java dependencies from Maven Central once, then work offline.
+
+Two sets of jars are needed:
+
+* ``connector``: the Spark Kafka connector (``spark-sql-kafka-0-10``) for Spark's Scala 2.13 build;
+* ``kafka``: an Apache Kafka broker, for the native single-node KRaft broker.
+
+They are resolved with Apache Ivy, the resolver Spark itself uses for ``--packages`` (its jar ships
+inside pyspark), into ``cache_dir()/jars/<set>``. Nothing here needs Maven or Docker on the
+learner's machine: Java and the pyspark package are enough. Once a set is complete, a marker file
+records it and no network access happens again.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .paths import cache_dir
+
+KAFKA_VERSION = "4.1.1"
+SCALA_BINARY = "2.13"
+# The connector matching pyspark 4.2.1 is not published on Maven Central (checked 2026-11-21:
+# spark-sql-kafka-0-10_2.13 stops at 4.2.0, and spark-token-provider-kafka-0-10_2.13 at 4.0.0).
+# Patch releases of one Spark line are binary compatible; the test suite runs every notebook
+# through this connector against pyspark 4.2.1, so a mismatch would fail loudly.
+CONNECTOR_VERSION = "4.2.0"
+TOKEN_PROVIDER_VERSION = "4.0.0"
+
+_SPECS = {
+    "connector": f"""
+    <dependency org="org.apache.spark" name="spark-sql-kafka-0-10_{SCALA_BINARY}" rev="{CONNECTOR_VERSION}">
+      <exclude org="org.apache.spark" module="spark-token-provider-kafka-0-10_{SCALA_BINARY}"/>
+    </dependency>
+    <dependency org="org.apache.spark" name="spark-token-provider-kafka-0-10_{SCALA_BINARY}"
+                rev="{TOKEN_PROVIDER_VERSION}" transitive="false"/>
+""",
+    "kafka": f"""
+    <dependency org="org.apache.kafka" name="kafka_{SCALA_BINARY}" rev="{KAFKA_VERSION}"/>
+    <dependency org="org.apache.logging.log4j" name="log4j-slf4j-impl" rev="2.24.3"/>
+""",
+}
+
+JAR_SETS = tuple(_SPECS)
+
+
+class FetchError(RuntimeError):
+    """The jars could not be resolved; the message says why and what to do."""
+
+
+def jar_dir(name: str) -> Path:
+    return cache_dir() / "jars" / name
+
+
+def _marker(name: str) -> Path:
+    return jar_dir(name) / ".complete"
+
+
+def is_cached(name: str) -> bool:
+    return _marker(name).exists()
+
+
+def pyspark_jars_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _ivy_jar() -> Path:
+    found = sorted(pyspark_jars_dir().glob("ivy-*.jar"))
+    if not found:
+        raise FetchError("pyspark's bundled Ivy jar is missing: reinstall pyspark (make setup).")
+    return found[-1]
+
+
+def fetch(name: str, *, quiet: bool = False) -> list[Path]:
+    """Return the jars of set ``name``, resolving them from Maven Central the first time."""
+    if name not in _SPECS:
+        raise ValueError(f"unknown jar set {name!r}; choose one of {', '.join(JAR_SETS)}")
+    if is_cached(name):
+        return jars(name)
+    from .checks import require_java
+
+    java = require_java()
+    target = jar_dir(name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not quiet:
+        print(f"Resolving the {name} jars from Maven Central (first run only) ...", flush=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{name}-") as tmp:
+        spec = Path(tmp) / "ivy.xml"
+        spec.write_text(
+            '<ivy-module version="2.0">\n'
+            f'  <info organisation="streamlab" module="{name}"/>\n'
+            '  <configurations><conf name="default"/></configurations>\n'
+            f'  <dependencies defaultconf="default->default">{_SPECS[name]}  </dependencies>\n'
+            "</ivy-module>\n"
+        )
+        staging = Path(tmp) / "jars"
+        cmd = [
+            java, "-jar", str(_ivy_jar()), "-ivy", str(spec), "-confs", "default",
+            "-cache", str(cache_dir() / "ivy"),
+            "-retrieve", f"{staging}/[artifact]-[revision](-[classifier]).[ext]",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not staging.exists():
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
+            raise FetchError(
+                f"Could not resolve the {name} jars from Maven Central.\n"
+                "The first run needs network access to Maven Central; every later run works "
+                "offline from the cache in " + str(target.parent) + ".\n"
+                "Check your connection (or proxy settings) and run `streamlab fetch` again.\n"
+                "--- resolver output ---\n" + tail
+            )
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+        _marker(name).write_text("\n".join(sorted(p.name for p in target.glob("*.jar"))) + "\n")
+    if not quiet:
+        print(f"  cached {len(jars(name))} jars in {target}", flush=True)
+    return jars(name)
+
+
+def jars(name: str) -> list[Path]:
+    return sorted(jar_dir(name).glob("*.jar"))
+
+
+def _artifact(jar: Path) -> str:
+    """'kafka-clients-3.9.2.jar' -> 'kafka-clients'; 'spark-tags_2.13-4.2.0.jar' -> 'spark-tags_2.13'."""
+    match = re.match(r"^(.+?)-\d+(?:\.\d+)+.*\.jar$", jar.name)
+    return match.group(1) if match else jar.stem
+
+
+def connector_jars() -> list[Path]:
+    """The connector's jars minus those pyspark already ships (Scala, slf4j, snappy, ...)."""
+    shipped = {_artifact(j) for j in pyspark_jars_dir().glob("*.jar")}
+    return [j for j in fetch("connector") if _artifact(j) not in shipped]

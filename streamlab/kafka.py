@@ -1,0 +1,217 @@
+"""Talk to Kafka from Python: which broker, topics, producing records, reading offsets.
+
+Which Kafka the course uses, in this order:
+1. ``KAFKA_BOOTSTRAP_SERVERS`` if set (the Docker stack, or any cluster you point it at);
+2. the course's native broker if it is running (``streamlab kafka start``);
+3. otherwise the native broker is started for you.
+
+Topic names get a short random suffix (``new_topic("requests")`` -> ``requests-3f9a1c``), so
+re-running a notebook never meets the records of an earlier run. ``STREAMLAB_TOPIC_PREFIX``
+(set by the grader for each student) is put in front of every name.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+# kafka-python logs connection chatter at WARNING; the course shows its own messages instead.
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+class NoBrokerError(RuntimeError):
+    """No Kafka is configured or running."""
+
+
+class TopicNotFoundError(RuntimeError):
+    """A topic the code asked for does not exist."""
+
+
+def bootstrap_servers(*, start: bool = True) -> str:
+    """The ``host:port`` list of the Kafka in use (see the module doc for the order)."""
+    configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if configured:
+        return configured
+    from . import broker
+
+    state = broker.status()
+    if state.running:
+        return state.bootstrap_servers
+    if not start:
+        raise NoBrokerError(f"no KAFKA_BOOTSTRAP_SERVERS and the native broker is {state.detail}")
+    return broker.start().bootstrap_servers
+
+
+def ping(servers: str | None = None, timeout_s: float = 10) -> tuple[bool, str]:
+    """(True, 'Kafka answers; N topics') if a client can talk to the broker."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=servers or bootstrap_servers(),
+                                 request_timeout_ms=int(timeout_s * 1000),
+                                 api_version_auto_timeout_ms=int(timeout_s * 1000))
+    except (KafkaError, OSError, ValueError) as err:
+        return False, f"unreachable ({type(err).__name__})"
+    try:
+        topics = admin.list_topics()
+    except (KafkaError, OSError) as err:
+        return False, f"connected but not answering ({type(err).__name__})"
+    finally:
+        admin.close()
+    return True, f"Kafka answers; {len(topics)} topics"
+
+
+def _admin():
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=bootstrap_servers(), request_timeout_ms=30000)
+
+
+def topic_prefix() -> str:
+    return os.environ.get("STREAMLAB_TOPIC_PREFIX", "")
+
+
+def new_topic(name: str, partitions: int = 2) -> str:
+    """Create a fresh topic called ``<prefix><name>-<random>`` and return its full name."""
+    from kafka.admin import NewTopic
+
+    full = f"{topic_prefix()}{name}-{secrets.token_hex(3)}"
+    admin = _admin()
+    try:
+        admin.create_topics([NewTopic(full, num_partitions=partitions, replication_factor=1)])
+    finally:
+        admin.close()
+    _wait_for_topic(full)
+    return full
+
+
+def _wait_for_topic(topic: str, timeout_s: float = 30) -> None:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers())
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if consumer.partitions_for_topic(topic):
+                return
+            time.sleep(0.2)
+    finally:
+        consumer.close()
+    raise TopicNotFoundError(f"topic {topic!r} did not appear within {timeout_s}s")
+
+
+def list_topics() -> list[str]:
+    admin = _admin()
+    try:
+        return sorted(t for t in admin.list_topics() if not t.startswith("__"))
+    finally:
+        admin.close()
+
+
+def delete_topic(topic: str) -> None:
+    """Delete a topic (no error if it is already gone)."""
+    from kafka.errors import UnknownTopicOrPartitionError
+
+    admin = _admin()
+    try:
+        admin.delete_topics([topic])
+    except UnknownTopicOrPartitionError:
+        pass
+    finally:
+        admin.close()
+
+
+def _encode(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return json.dumps(value, default=str).encode()
+
+
+def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], Any] | None = None,
+            partition: int | None = None) -> int:
+    """Send records to ``topic`` and wait until Kafka has them all. Returns how many were sent.
+
+    A record is sent as its value: dicts as JSON, strings as UTF-8, bytes as they are.
+    ``key`` names a field of each dict (or is a function of the record) to use as the Kafka key,
+    which decides the partition: records with the same key stay in order in one partition.
+    """
+    from kafka import KafkaProducer
+
+    if topic not in list_topics():
+        raise TopicNotFoundError(f"topic {topic!r} does not exist: create it with new_topic(...) first")
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers(), acks="all", linger_ms=5)
+    count = 0
+    try:
+        for record in records:
+            record_key = None
+            if callable(key):
+                record_key = key(record)
+            elif key is not None:
+                record_key = record[key]
+            producer.send(topic, value=_encode(record), key=_encode(record_key), partition=partition)
+            count += 1
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+    return count
+
+
+def end_offsets(topic: str) -> dict[int, int]:
+    """{partition: offset of the next record to be written} — what a 'producer offset' is."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers())
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            raise TopicNotFoundError(f"topic {topic!r} does not exist")
+        ends = consumer.end_offsets([TopicPartition(topic, p) for p in sorted(partitions)])
+        return {tp.partition: offset for tp, offset in sorted(ends.items(), key=lambda kv: kv[0].partition)}
+    finally:
+        consumer.close()
+
+
+def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10) -> list[dict]:
+    """Every record now in ``topic`` (up to ``limit``), as dicts: partition, offset, key, value.
+
+    Values that are JSON come back decoded. Uses no consumer group, so it commits nothing.
+    """
+    from kafka import KafkaConsumer, TopicPartition
+
+    ends = end_offsets(topic)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers(), enable_auto_commit=False,
+                             consumer_timeout_ms=int(timeout_s * 1000))
+    partitions = [TopicPartition(topic, p) for p in ends]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    records: list[dict] = []
+    remaining = {p: end for p, end in ends.items() if end > 0}
+    try:
+        for message in consumer:
+            records.append({"partition": message.partition, "offset": message.offset,
+                            "key": _decode(message.key), "value": _decode(message.value),
+                            "timestamp": message.timestamp})
+            if message.offset + 1 >= remaining.get(message.partition, 0):
+                remaining.pop(message.partition, None)
+            if not remaining or len(records) >= limit:
+                break
+    finally:
+        consumer.close()
+    return sorted(records, key=lambda r: (r["partition"], r["offset"]))
+
+
+def _decode(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    text = raw.decode(errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -1,0 +1,92 @@
+"""`spark()`: the one way to get a SparkSession ready for the course.
+
+* ``local[2]`` unless ``SPARK_MASTER`` names a cluster (``SPARK_REMOTE`` for Spark Connect);
+* 2 shuffle partitions, so the state of an aggregation lives in 2 state-store partitions;
+* the Spark Kafka connector on the classpath (resolved once, then from the cache);
+* ``PYSPARK_PYTHON`` set to this interpreter (the Python workers must match the driver);
+* quiet: no progress bars, errors-only JVM logs, UTC session time zone;
+* ``state_store="rocksdb"`` picks the RocksDB state store for the queries started afterwards.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from .paths import PACKAGE_DIR
+
+STATE_STORES = {
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+SHUFFLE_PARTITIONS = 2
+
+
+def spark(state_store: str = "hdfs", *, app_name: str = "streamlab", **conf):
+    """Return the course's SparkSession, creating it on first use.
+
+    ``state_store``: "hdfs" (Spark's default: state in JVM memory, snapshots as files) or
+    "rocksdb" (state in RocksDB on local disk). It applies to queries started afterwards; a query
+    restarted from a checkpoint keeps the provider the checkpoint was created with.
+    Other Spark settings go in ``conf``: ``spark(**{"spark.sql.shuffle.partitions": "4"})``.
+    """
+    if state_store not in STATE_STORES:
+        raise ValueError(f"state_store must be one of {sorted(STATE_STORES)}, not {state_store!r}")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {
+        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.providerClass": STATE_STORES[state_store],
+        **{k: str(v) for k, v in conf.items()},
+    }
+    remote = os.environ.get("SPARK_REMOTE")
+    active = SparkSession.getActiveSession()
+    if active is None:
+        builder = SparkSession.builder.appName(app_name)
+        if remote:
+            builder = builder.remote(remote)
+        else:
+            builder = _classic_builder(builder)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        if not remote:
+            session.sparkContext.setLogLevel("ERROR")
+        return session
+    for key, value in settings.items():
+        if key.startswith("spark.sql."):
+            active.conf.set(key, value)
+    return active
+
+
+def _classic_builder(builder):
+    from .jars import connector_jars
+
+    master = os.environ.get("SPARK_MASTER", "local[2]")
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log_conf = PACKAGE_DIR / "conf" / "log4j2.properties"
+    java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    return (builder.master(master)
+            .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+            .config("spark.driver.memory", os.environ.get("STREAMLAB_DRIVER_MEMORY", "1g"))
+            .config("spark.driver.extraJavaOptions", java_opts)
+            .config("spark.executor.extraJavaOptions", java_opts)
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.ui.enabled", os.environ.get("STREAMLAB_SPARK_UI", "true"))
+            .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true"))
+
+
+def stop_all_queries(session=None) -> int:
+    """Stop every streaming query still running in this session; returns how many were stopped."""
+    from pyspark.sql import SparkSession
+
+    session = session or SparkSession.getActiveSession()
+    if session is None:
+        return 0
+    queries = list(session.streams.active)
+    for query in queries:
+        query.stop()
+    return len(queries)

@@ -1,0 +1,75 @@
+"""Read course topics as DataFrames, and watch what a streaming query outputs batch by batch."""
+from __future__ import annotations
+
+import threading
+
+from .kafka import bootstrap_servers
+
+
+def _kafka_reader(reader, topic: str, options: dict):
+    reader = (reader.format("kafka")
+              .option("kafka.bootstrap.servers", bootstrap_servers())
+              .option("subscribe", topic))
+    for key, value in {"startingOffsets": "earliest", **options}.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def _parse(frame, schema: str | None):
+    from pyspark.sql import functions as F
+
+    if schema is None:
+        return frame.selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value",
+                                "topic", "partition", "offset", "timestamp")
+    return (frame.select(F.from_json(F.col("value").cast("string"), schema).alias("event"),
+                         "partition", "offset")
+            .select("event.*", "partition", "offset"))
+
+
+def kafka_stream(topic: str, schema: str | None = None, *, spark=None, **options):
+    """A streaming DataFrame of ``topic``: JSON values parsed with ``schema`` (a DDL string),
+    plus the Kafka ``partition`` and ``offset`` of each record. Reads from the earliest offset
+    unless ``startingOffsets=...`` says otherwise; other Kafka source options pass through."""
+    from .session import spark as get_spark
+
+    return _parse(_kafka_reader((spark or get_spark()).readStream, topic, options), schema)
+
+
+def kafka_table(topic: str, schema: str | None = None, *, spark=None, **options):
+    """The same as ``kafka_stream`` but a batch DataFrame: what the topic holds right now."""
+    from .session import spark as get_spark
+
+    return _parse(_kafka_reader((spark or get_spark()).read, topic, options), schema)
+
+
+class BatchCollector:
+    """A ``foreachBatch`` sink that keeps every micro-batch's rows, tagged with its batch id.
+
+        collect = BatchCollector()
+        query = counts.writeStream.foreachBatch(collect).trigger(availableNow=True).start()
+        query.awaitTermination(60)
+        collect.frame()   # pandas DataFrame with a batch_id column
+    """
+
+    def __init__(self):
+        self._rows: list[dict] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
+        with self._lock:
+            self._rows.extend(rows)
+
+    def frame(self):
+        import pandas as pd
+
+        with self._lock:
+            frame = pd.DataFrame(self._rows)
+        if frame.empty:
+            return frame
+        columns = ["batch_id"] + [c for c in frame.columns if c != "batch_id"]
+        return frame[columns].reset_index(drop=True)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
