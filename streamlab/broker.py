@@ -75,9 +75,11 @@ def _free_port(preferred: int, avoid: set[int] = frozenset()) -> int:
         return s.getsockname()[1]
 
 
-def _is_our_broker(pid: int) -> bool:
+def _is_our_broker(pid: int | None) -> bool:
     import psutil
 
+    if not pid:
+        return False
     try:
         cmdline = psutil.Process(pid).cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -98,6 +100,8 @@ def status() -> BrokerStatus:
     except (FileNotFoundError, json.JSONDecodeError):
         return BrokerStatus(False, detail="not started")
     pid, port = state.get("pid"), state.get("port")
+    if state.get("stopped"):
+        return BrokerStatus(False, None, port, "stopped (`streamlab kafka start` starts it again)")
     if not _is_our_broker(pid):
         return BrokerStatus(False, pid, port,
                             f"not running: the broker (pid {pid}) has exited; see {log_file()} "
@@ -170,7 +174,7 @@ def _format_storage(java: str, props: Path) -> None:
         return
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     proc = subprocess.run(
-        [java, "-cp", _classpath(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+        [java, "-cp", _classpath(), "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
          "-c", str(props), "--ignore-formatted"],
         capture_output=True, text=True, timeout=120,
     )
@@ -178,8 +182,20 @@ def _format_storage(java: str, props: Path) -> None:
         raise BrokerError("Formatting the broker's storage failed:\n" + proc.stdout + proc.stderr)
 
 
-def start(port: int = DEFAULT_PORT, *, quiet: bool = False) -> BrokerStatus:
-    """Start the native broker (or return the running one) and wait until it accepts clients."""
+def _previous_ports() -> tuple[int | None, int | None]:
+    try:
+        state = json.loads(_state_file().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None, None
+    return state.get("port"), state.get("controller_port")
+
+
+def start(port: int | None = None, *, quiet: bool = False) -> BrokerStatus:
+    """Start the native broker (or return the running one) and wait until it accepts clients.
+
+    It listens on ``port`` (default: the port of its previous run, else 9092), or on the next free
+    port if that one is taken by another program.
+    """
     current = status()
     if current.running:
         _wait_ready(current.pid, current.port)
@@ -187,8 +203,10 @@ def start(port: int = DEFAULT_PORT, *, quiet: bool = False) -> BrokerStatus:
     from .checks import require_java
 
     java = require_java()
+    previous, previous_controller = _previous_ports()
+    port = port or previous or DEFAULT_PORT
     chosen = _free_port(port)
-    controller = _free_port(chosen + 1000, avoid={chosen})
+    controller = _free_port(previous_controller or chosen + 1000, avoid={chosen})
     if chosen != port and not quiet:
         print(f"Port {port} is taken by another program; the course's broker uses {chosen} instead.")
     props = _write_config(chosen, controller)
@@ -241,7 +259,7 @@ def stop(*, quiet: bool = False) -> bool:
     """Stop the native broker cleanly (SIGTERM, then SIGKILL after 30 s). True if one was running."""
     current = status()
     if current.pid is None or not _is_our_broker(current.pid):
-        _state_file().unlink(missing_ok=True)
+        _mark_stopped()
         return False
     os.kill(current.pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -249,10 +267,20 @@ def stop(*, quiet: bool = False) -> bool:
         time.sleep(0.2)
     if _is_our_broker(current.pid):
         os.kill(current.pid, signal.SIGKILL)
-    _state_file().unlink(missing_ok=True)
+    _mark_stopped()
     if not quiet:
         print(f"Stopped the broker (pid {current.pid}).")
     return True
+
+
+def _mark_stopped() -> None:
+    """Forget the process but remember the ports, so the next start keeps the same address."""
+    try:
+        state = json.loads(_state_file().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return
+    state.update(pid=None, stopped=True)
+    _state_file().write_text(json.dumps(state))
 
 
 def reset(*, quiet: bool = False) -> None:

@@ -87,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     kafka = sub.add_parser("kafka", help="the native single-node Kafka broker")
     kafka.add_argument("action", choices=["start", "stop", "status", "reset"])
-    kafka.add_argument("--port", type=int, default=broker.DEFAULT_PORT,
-                       help="preferred port (another is chosen if it is taken)")
+    kafka.add_argument("--port", type=int, default=None,
+                       help="preferred port (default: the previous one, else 9092; "
+                            "another is chosen if it is taken)")
     kafka.set_defaults(func=cmd_kafka)
 
     doctor = sub.add_parser("doctor", help="check the environment and say how to fix problems")

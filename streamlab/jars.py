@@ -12,6 +12,7 @@ records it and no network access happens again.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from .paths import cache_dir
 
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.1.0"  # the same Kafka as the Docker stack (apache/kafka:4.1.0)
 SCALA_BINARY = "2.13"
 # The connector matching pyspark 4.2.1 is not published on Maven Central (checked 2026-11-21:
 # spark-sql-kafka-0-10_2.13 stops at 4.2.0, and spark-token-provider-kafka-0-10_2.13 at 4.0.0).
@@ -58,8 +59,16 @@ def _marker(name: str) -> Path:
     return jar_dir(name) / ".complete"
 
 
+def _spec_id(name: str) -> str:
+    return "spec " + hashlib.sha256(_SPECS[name].encode()).hexdigest()[:16]
+
+
 def is_cached(name: str) -> bool:
-    return _marker(name).exists()
+    """True if set ``name`` was resolved completely, for the versions this code asks for."""
+    try:
+        return _marker(name).read_text().splitlines()[0] == _spec_id(name)
+    except (FileNotFoundError, IndexError):
+        return False
 
 
 def pyspark_jars_dir() -> Path:
@@ -103,7 +112,11 @@ def fetch(name: str, *, quiet: bool = False) -> list[Path]:
             "-cache", str(cache_dir() / "ivy"),
             "-retrieve", f"{staging}/[artifact]-[revision](-[classifier]).[ext]",
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        for _attempt in range(3):  # a dropped download leaves Ivy's cache incomplete: try again
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode == 0 and staging.exists():
+                break
+            shutil.rmtree(staging, ignore_errors=True)
         if proc.returncode != 0 or not staging.exists():
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
             raise FetchError(
@@ -116,7 +129,8 @@ def fetch(name: str, *, quiet: bool = False) -> list[Path]:
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-        _marker(name).write_text("\n".join(sorted(p.name for p in target.glob("*.jar"))) + "\n")
+        names = sorted(p.name for p in target.glob("*.jar"))
+        _marker(name).write_text("\n".join([_spec_id(name), *names]) + "\n")
     if not quiet:
         print(f"  cached {len(jars(name))} jars in {target}", flush=True)
     return jars(name)

@@ -21,14 +21,19 @@ def _parse(frame, schema: str | None):
     if schema is None:
         return frame.selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value",
                                 "topic", "partition", "offset", "timestamp")
-    return (frame.select(F.from_json(F.col("value").cast("string"), schema).alias("event"),
-                         "partition", "offset")
-            .select("event.*", "partition", "offset"))
+    parsed = frame.select(F.from_json(F.col("value").cast("string"), schema).alias("event"),
+                          "partition", "offset")
+    # A schema may have its own `partition`/`offset` fields (offset reports do): keep those, and
+    # name the Kafka ones kafka_partition/kafka_offset so no column name is ambiguous.
+    fields = set(parsed.select("event.*").columns)
+    kafka = [F.col(c).alias(f"kafka_{c}") if c in fields else F.col(c) for c in ("partition", "offset")]
+    return parsed.select("event.*", *kafka)
 
 
 def kafka_stream(topic: str, schema: str | None = None, *, spark=None, **options):
     """A streaming DataFrame of ``topic``: JSON values parsed with ``schema`` (a DDL string),
-    plus the Kafka ``partition`` and ``offset`` of each record. Reads from the earliest offset
+    plus the Kafka ``partition`` and ``offset`` of each record (``kafka_partition`` /
+    ``kafka_offset`` when the schema has fields of those names). Reads from the earliest offset
     unless ``startingOffsets=...`` says otherwise; other Kafka source options pass through."""
     from .session import spark as get_spark
 
