@@ -70,7 +70,10 @@ def cmd_lab(args) -> int:
         print(f"Kafka is ready at {state.bootstrap_servers}. Stop it later with `streamlab kafka stop`.")
     root = project_root()
     command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
-               "--LabApp.default_url=/lab/tree/notebooks/00_setup.ipynb", *args.jupyter_args]
+               "--LabApp.default_url=/lab/tree/notebooks/00_setup.ipynb"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # e.g. a container or WSL shell running as root
+    command += args.jupyter_args
     print("Opening JupyterLab on the course: start with notebooks/00_setup.ipynb")
     os.execv(sys.executable, command)
 
