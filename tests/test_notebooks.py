@@ -56,8 +56,10 @@ def test_notebook_runs(path, kafka_bootstrap, record_property):
     seconds = time.monotonic() - started
     record_property("seconds", round(seconds, 1))
     print(f"{path.name}: {seconds:.1f}s")
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    noise = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert not noise, f"JVM or library noise in the lesson's cells: {noise}"
 
 
 @pytest.mark.notebooks
