@@ -1,0 +1,421 @@
+"""Grade the grader: `streamlab grade` on real submissions, for every lab in solutions/.
+
+One `streamlab grade` run per lab grades a folder holding every kind of submission the grader must
+survive, built here from the lab's notebooks:
+
+    a_hang              the reference answers, plus cells that wait on an endless streaming query,
+                        each within the per-cell limit, all together longer than the whole-submission
+                        limit -> stopped at that limit (kernel and JVM killed)
+    b_stuck             a cell that ignores interrupts and loops forever -> nbgrader gives up on it
+    c_crash             kills its own kernel (SIGKILL) right after Spark started
+    d_alternative_leaky a correct solution written differently (tests/submissions/<lab>/alternative.py),
+                        which leaves a streaming query and a detached process running
+    e_reference         the reference answers
+    f_blank             the released notebook as students get it
+    g_tampered          the blank notebook with every test cell edited to pass (and worth 100 points)
+    h_slow_cell         the reference answers, with awaitTermination() (no timeout) of an endless query
+                        on top of the last answer cell -> the per-cell limit interrupts it, the other
+                        parts still count
+    i_not_json          a file that is not JSON
+    j_not_a_notebook    JSON, but not a notebook
+
+Then the assertions are about real outcomes: scores, statuses, files, feedback without hidden test
+code, submitted files byte-identical, no process (kernel, JVM, anything) left behind, no topics left.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from streamlab import grading
+
+ROOT = Path(__file__).resolve().parents[1]
+LABS = grading.find_labs()
+SUBMISSIONS_DIR = Path(__file__).resolve().parent / "submissions"
+TIMEOUT_S = 140       # per submission: the hanging one costs this much
+CELL_TIMEOUT_S = 45   # per cell: well above a Spark start (~10 s) on a busy 2-core machine
+JOBS = 3      # the hanging submissions mostly wait: let them overlap with the others
+
+pytestmark = pytest.mark.timeout(1200)
+
+
+# ----------------------------------------------------------------------------- building submissions
+
+def _notebook_name(lab: str) -> str:
+    names = grading.lab_notebooks(lab)
+    assert len(names) == 1, f"{lab}: these tests expect one notebook per lab, found {names}"
+    return names[0]
+
+
+def _solution_source(source: str) -> str:
+    lines = [line for line in source.split("\n") if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line]
+    return "\n".join(lines)
+
+
+def _answer_cells(nb) -> list:
+    return [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+
+def _released(lab: str):
+    return nbformat.read(ROOT / "labs" / lab / f"{_notebook_name(lab)}.ipynb", as_version=4)
+
+
+def _reference(lab: str):
+    """The released notebook with the reference answers typed into its answer cells."""
+    solution = nbformat.read(ROOT / "solutions" / lab / f"{_notebook_name(lab)}.ipynb", as_version=4)
+    answers = {c.metadata.nbgrader.grade_id: _solution_source(c.source) for c in _answer_cells(solution)}
+    nb = _released(lab)
+    for cell in _answer_cells(nb):
+        cell.source = answers[cell.metadata.nbgrader.grade_id]
+    return nb
+
+
+def _alternative(lab: str):
+    path = SUBMISSIONS_DIR / lab / "alternative.py"
+    assert path.exists(), (f"{lab} needs an alternative correct solution in {path.relative_to(ROOT)} "
+                           f"(ANSWERS = {{grade_id: code}}), written differently from the reference")
+    spec = importlib.util.spec_from_file_location(f"alternative_{lab}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    nb = _released(lab)
+    cells = _answer_cells(nb)
+    missing = {c.metadata.nbgrader.grade_id for c in cells} - set(module.ANSWERS)
+    assert not missing, f"{path.name} has no answer for {sorted(missing)}"
+    for cell in cells:
+        cell.source = module.ANSWERS[cell.metadata.nbgrader.grade_id].strip("\n")
+    return nb
+
+
+def _first_code_index(nb) -> int:
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+
+
+def _student_cell(source: str):
+    return nbformat.v4.new_code_cell(source.strip("\n"))
+
+
+HANG_WAIT_S = CELL_TIMEOUT_S - 20
+HANG_START = '''
+endless = spark.readStream.format("rate").load().writeStream.format("noop").start()
+'''
+HANG_WAIT = f'''
+endless.awaitTermination({HANG_WAIT_S})  # each wait is within the per-cell limit; together they are not
+'''
+STUCK = '''
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # the grader's interrupt no longer stops this kernel
+while True:
+    time.sleep(1)
+'''
+CRASH = '''
+import os, signal
+os.kill(os.getpid(), signal.SIGKILL)
+'''
+LEAK = '''
+import subprocess
+left_running = spark.readStream.format("rate").option("rowsPerSecond", 5).load().writeStream.format("noop").start()
+detached = subprocess.Popen(["sleep", "900"], start_new_session=True)  # outlives the kernel unless the grader kills it
+'''
+LOOP = '''
+stuck = spark.readStream.format("rate").load().writeStream.format("noop").start()
+stuck.awaitTermination()  # no timeout: the per-cell limit interrupts it
+'''
+
+
+def build_submissions(lab: str, folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    notebooks = {}
+
+    nb = _reference(lab)
+    waits = [_student_cell(HANG_START)] + [_student_cell(HANG_WAIT) for _ in range(TIMEOUT_S // HANG_WAIT_S + 1)]
+    nb.cells[_first_code_index(nb) + 1:_first_code_index(nb) + 1] = waits
+    notebooks["a_hang"] = nb
+
+    nb = _reference(lab)
+    nb.cells.insert(_first_code_index(nb) + 1, _student_cell(STUCK))
+    notebooks["b_stuck"] = nb
+
+    nb = _reference(lab)
+    nb.cells.insert(_first_code_index(nb) + 1, _student_cell(CRASH))
+    notebooks["c_crash"] = nb
+
+    nb = _alternative(lab)
+    nb.cells.append(_student_cell(LEAK))
+    notebooks["d_alternative_leaky"] = nb
+
+    notebooks["e_reference"] = _reference(lab)
+    notebooks["f_blank"] = _released(lab)
+
+    nb = _released(lab)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell.cell_type == "code":
+            cell.source = "print('all tests pass')"
+            meta["points"] = 100
+    notebooks["g_tampered"] = nb
+
+    nb = _reference(lab)
+    last = _answer_cells(nb)[-1]
+    last.source = LOOP.strip("\n") + "\n\n" + last.source
+    notebooks["h_slow_cell"] = nb
+
+    paths = {}
+    for name, nb in notebooks.items():
+        paths[name] = folder / f"{name}.ipynb"
+        nbformat.write(nb, paths[name])
+    paths["i_not_json"] = folder / "i_not_json.ipynb"
+    paths["i_not_json"].write_text("{ this is not JSON, just a broken download\n")
+    paths["j_not_a_notebook"] = folder / "j_not_a_notebook.ipynb"
+    paths["j_not_a_notebook"].write_text(json.dumps({"student": "i", "answer": 42}))
+    return paths
+
+
+# ----------------------------------------------------------------------------- running the grader
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class ProcessWatch:
+    """Samples, while the grader runs, which processes carry this run's grading tag."""
+
+    def __init__(self, tag: str):
+        self.tag, self.names, self._stop = tag, set(), threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import psutil
+
+        while not self._stop.wait(2):
+            for proc in psutil.process_iter(["name"]):
+                try:
+                    if proc.environ().get(grading.TAG, "").startswith(self.tag):
+                        self.names.add(proc.info["name"])
+                except (psutil.Error, OSError):
+                    continue
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def run_grade(lab: str, submissions: Path, out: Path, tag: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = dict(os.environ, STREAMLAB_GRADE_RUN_TAG=tag)
+    command = [sys.executable, "-m", "streamlab", "grade", lab, str(submissions), "--out", str(out),
+               "--timeout", str(TIMEOUT_S), "--cell-timeout", str(CELL_TIMEOUT_S), "--jobs", str(JOBS), *extra]
+    started = time.monotonic()
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1100, cwd=ROOT)
+    return proc, time.monotonic() - started
+
+
+@pytest.fixture(scope="module", params=LABS)
+def graded(request, kafka_bootstrap, tmp_path_factory):
+    lab = request.param
+    base = tmp_path_factory.mktemp(lab)
+    submissions, out = base / "submissions", base / "out"
+    paths = build_submissions(lab, submissions)
+    before = _snapshot(submissions)
+    tag = f"t{os.getpid()}-{lab[:5]}".lower().replace("_", "-")
+    with ProcessWatch(tag) as watch:
+        proc, seconds = run_grade(lab, submissions, out, tag)
+    print(proc.stdout)
+    print(proc.stderr[-3000:], file=sys.stderr)
+    with (out / "grades.csv").open(newline="") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    return {"lab": lab, "proc": proc, "seconds": seconds, "out": out, "rows": rows, "paths": paths,
+            "submissions": submissions, "before": before, "tag": tag, "seen": watch.names,
+            "max_score": _max_score(lab)}
+
+
+def _max_score(lab: str) -> float:
+    nb = nbformat.read(ROOT / "solutions" / lab / f"{_notebook_name(lab)}.ipynb", as_version=4)
+    return float(sum(c.metadata.nbgrader.get("points", 0) for c in nb.cells
+                     if c.get("metadata", {}).get("nbgrader", {}).get("grade")))
+
+
+def _row(graded, student):
+    assert student in graded["rows"], f"{student} missing from grades.csv: {sorted(graded['rows'])}"
+    return graded["rows"][student]
+
+
+# ----------------------------------------------------------------------------- the outcomes
+
+def test_the_grader_succeeds_and_reports_every_student(graded):
+    proc = graded["proc"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(graded["rows"]) == set(graded["paths"])
+    progress = [line for line in proc.stdout.splitlines() if re.match(r"\[\d+/\d+\] ", line)]
+    assert len(progress) == len(graded["paths"]), proc.stdout
+    header = (graded["out"] / "grades.csv").read_text().splitlines()[0]
+    assert header.split(",")[:5] == ["student", "score", "max_score", "status", "seconds"]
+    for row in graded["rows"].values():
+        assert float(row["max_score"]) == graded["max_score"]
+
+
+def test_reference_solution_gets_full_marks(graded):
+    row = _row(graded, "e_reference")
+    assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
+
+
+def test_blank_lab_gets_zero(graded):
+    row = _row(graded, "f_blank")
+    assert (row["status"], float(row["score"])) == ("graded", 0.0), row
+
+
+def test_alternative_solution_gets_full_marks(graded):
+    row = _row(graded, "d_alternative_leaky")
+    assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
+
+
+def test_tampered_tests_are_graded_by_the_original_tests(graded):
+    row = _row(graded, "g_tampered")
+    assert (row["status"], float(row["score"]), float(row["max_score"])) == ("graded", 0.0, graded["max_score"]), row
+
+
+def test_hanging_submission_is_stopped_at_the_limit(graded):
+    row = _row(graded, "a_hang")
+    assert (row["status"], float(row["score"])) == ("timed out", 0.0), row
+    assert TIMEOUT_S <= float(row["seconds"]) < TIMEOUT_S + 60, row
+
+
+def test_a_stuck_cell_costs_only_its_own_part(graded):
+    row = _row(graded, "h_slow_cell")
+    assert row["status"] == "timed out", row
+    assert 0 < float(row["score"]) < graded["max_score"], row
+    stuck = _answer_cells(_released(graded["lab"]))[-1].metadata.nbgrader.grade_id
+    assert stuck in row["detail"], row
+    assert float(row["seconds"]) < TIMEOUT_S, row
+
+
+def test_uninterruptible_cell_is_reported_as_timed_out(graded):
+    row = _row(graded, "b_stuck")
+    assert (row["status"], float(row["score"])) == ("timed out", 0.0), row
+    assert "did not stop when interrupted" in row["detail"], row
+    assert float(row["seconds"]) < TIMEOUT_S, row
+
+
+def test_crashing_submission_is_reported_as_crashed(graded):
+    row = _row(graded, "c_crash")
+    assert (row["status"], float(row["score"])) == ("crashed", 0.0), row
+
+
+def test_malformed_files_are_invalid(graded):
+    for student in ("i_not_json", "j_not_a_notebook"):
+        row = _row(graded, student)
+        assert (row["status"], float(row["score"])) == ("invalid notebook", 0.0), row
+    assert "not JSON" in _row(graded, "i_not_json")["detail"]
+    assert "not a Jupyter notebook" in _row(graded, "j_not_a_notebook")["detail"]
+
+
+def test_submitted_files_are_untouched(graded):
+    assert _snapshot(graded["submissions"]) == graded["before"]
+
+
+def test_nothing_is_left_running(graded):
+    # the tag reached the kernels and their JVMs while they ran ...
+    assert "java" in graded["seen"], f"no JVM carried the grading tag: {graded['seen']}"
+    # ... and no process carrying it (kernel, JVM, the leaky student's `sleep`) survived the run
+    assert grading.leftover_processes(graded["tag"]) == []
+
+
+def test_students_topics_are_deleted(graded):
+    import streamlab as sl
+
+    for _ in range(10):
+        left = [t for t in sl.list_topics() if t.startswith(graded["tag"])]
+        if not left:
+            break
+        time.sleep(1)
+    assert left == []
+
+
+def _hidden_test_lines(lab: str) -> list[str]:
+    nb = nbformat.read(ROOT / "solutions" / lab / f"{_notebook_name(lab)}.ipynb", as_version=4)
+    lines = []
+    for cell in nb.cells:
+        hidden = False
+        for line in cell.source.split("\n"):
+            if "BEGIN HIDDEN TESTS" in line:
+                hidden = True
+            elif "END HIDDEN TESTS" in line:
+                hidden = False
+            elif hidden and len(line.strip()) > 12:
+                lines.append(" ".join(line.split()))
+    assert lines, f"{lab} has no hidden tests"
+    return lines
+
+
+def test_everyone_gets_feedback_without_hidden_test_code(graded):
+    hidden = _hidden_test_lines(graded["lab"])
+    for student in graded["paths"]:
+        page = graded["out"] / "feedback" / f"{student}.html"
+        assert page.exists(), f"no feedback for {student}"
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page.read_text())).split())
+        assert "HIDDEN TESTS" not in text, student
+        leaked = [line for line in hidden if line in text]
+        assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:2]}"
+    reference = graded["out"] / "feedback" / "e_reference.html"
+    assert "hidden tests: run only by the grader" in reference.read_text()
+    assert "crashed" in (graded["out"] / "feedback" / "c_crash.html").read_text()
+
+
+def test_grading_again_skips_what_is_graded(graded):
+    before = {s: dict(r) for s, r in graded["rows"].items()}
+    proc, seconds = run_grade(graded["lab"], graded["submissions"], graded["out"], graded["tag"] + "-again")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("skipped") == len(graded["paths"]), proc.stdout
+    assert seconds < 60
+    with (graded["out"] / "grades.csv").open(newline="") as handle:
+        after = {row["student"]: row for row in csv.DictReader(handle)}
+    assert after == before
+    assert _snapshot(graded["submissions"]) == graded["before"]
+
+
+# ----------------------------------------------------------------------------- finding submissions (no grading)
+
+def test_finds_flat_and_nbgrader_layouts(tmp_path):
+    lab = LABS[0]
+    name = _notebook_name(lab)
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for file in ("Ana Lopez.ipynb", "bob.ipynb", "notes.txt"):
+        (flat / file).write_text("{}")
+    found = grading.find_submissions(flat, lab)
+    assert [(s.student, s.files[name].name) for s in found] == [("Ana_Lopez", "Ana Lopez.ipynb"), ("bob", "bob.ipynb")]
+
+    course = tmp_path / "course"
+    (course / "submitted" / "carla" / lab).mkdir(parents=True)
+    (course / "submitted" / "carla" / lab / f"{name}.ipynb").write_text("{}")
+    (course / "submitted" / "carla" / lab / "timestamp.txt").write_text("2026-01-01 10:00:00")
+    (course / "submitted" / "dan" / lab).mkdir(parents=True)
+    (course / "submitted" / "dan" / lab / "my copy.ipynb").write_text("{}")  # renamed: still graded
+    (course / "submitted" / "eve" / lab).mkdir(parents=True)                 # nothing handed in
+    found = {s.student: s for s in grading.find_submissions(course, lab)}  # the course folder works too
+    assert sorted(found) == ["carla", "dan", "eve"]
+    assert found["carla"].extra[0].name == "timestamp.txt"
+    assert found["dan"].files[name].name == "my copy.ipynb"
+    assert grading.check_notebook(found["eve"].files[name]).endswith("is missing")
+
+
+def test_unknown_lab_is_a_usage_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "streamlab", "grade", "lab99", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "no single lab matches 'lab99'" in proc.stderr
