@@ -4,6 +4,8 @@
     streamlab kafka start|stop|status|reset
     streamlab doctor                check Java, pyspark, the connector, the broker, ports, memory
     streamlab lab                   start the broker and open JupyterLab on the course
+    streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback)
+    streamlab release-labs          regenerate the student labs in labs/ from solutions/
 """
 from __future__ import annotations
 
