@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -180,8 +179,3 @@ def report(checks: list[Check]) -> str:
             lines.append(f"     {'':<{width}}  -> {c.fix}")
     return "\n".join(lines)
 
-
-def port_in_use_by(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0

@@ -10,8 +10,6 @@ import time
 
 import pytest
 
-ROOT_ENV = dict(os.environ)
-
 
 def streamlab(*args, env=None, timeout=180):
     return subprocess.run([sys.executable, "-m", "streamlab", *args], capture_output=True, text=True,
