@@ -93,11 +93,18 @@ def _accepts_connections(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _read_state() -> dict | None:
+    """What broker.json says about the last start (pid, ports), or None if it was never started."""
+    try:
+        return json.loads(_state_file().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
 def status() -> BrokerStatus:
     """Is the course's native broker running? Says so, and says when it died."""
-    try:
-        state = json.loads(_state_file().read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    state = _read_state()
+    if state is None:
         return BrokerStatus(False, detail="not started")
     pid, port = state.get("pid"), state.get("port")
     if state.get("stopped"):
@@ -182,14 +189,6 @@ def _format_storage(java: str, props: Path) -> None:
         raise BrokerError("Formatting the broker's storage failed:\n" + proc.stdout + proc.stderr)
 
 
-def _previous_ports() -> tuple[int | None, int | None]:
-    try:
-        state = json.loads(_state_file().read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None, None
-    return state.get("port"), state.get("controller_port")
-
-
 def start(port: int | None = None, *, quiet: bool = False) -> BrokerStatus:
     """Start the native broker (or return the running one) and wait until it accepts clients.
 
@@ -203,10 +202,10 @@ def start(port: int | None = None, *, quiet: bool = False) -> BrokerStatus:
     from .checks import require_java
 
     java = require_java()
-    previous, previous_controller = _previous_ports()
-    port = port or previous or DEFAULT_PORT
+    previous = _read_state() or {}
+    port = port or previous.get("port") or DEFAULT_PORT
     chosen = _free_port(port)
-    controller = _free_port(previous_controller or chosen + 1000, avoid={chosen})
+    controller = _free_port(previous.get("controller_port") or chosen + 1000, avoid={chosen})
     if chosen != port and not quiet:
         print(f"Port {port} is taken by another program; the course's broker uses {chosen} instead.")
     props = _write_config(chosen, controller)
@@ -275,9 +274,8 @@ def stop(*, quiet: bool = False) -> bool:
 
 def _mark_stopped() -> None:
     """Forget the process but remember the ports, so the next start keeps the same address."""
-    try:
-        state = json.loads(_state_file().read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+    state = _read_state()
+    if state is None:
         return
     state.update(pid=None, stopped=True)
     _state_file().write_text(json.dumps(state))
