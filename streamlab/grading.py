@@ -137,12 +137,23 @@ def _run_converter(converter_cls, config, *, assignment: str, student: str = "."
     return result
 
 
-def generate_assignment(course_root: Path, lab: str) -> dict:
-    """nbgrader generate_assignment for ``lab`` in a course folder holding solutions/<lab>/."""
+def generate_assignment(course_root: Path, lab: str) -> None:
+    """nbgrader generate_assignment for ``lab`` in a course folder holding solutions/<lab>/: it
+    writes ``course_root/labs/<lab>/`` and the lab's gradebook. Raises GradingError on failure."""
     from nbgrader.converters import GenerateAssignment
 
-    return _run_converter(GenerateAssignment, nbgrader_config(course_root), assignment=lab,
-                          force=True, create_assignment=True)
+    result = _run_converter(GenerateAssignment, nbgrader_config(course_root), assignment=lab,
+                            force=True, create_assignment=True)
+    if not result["success"]:
+        raise GradingError(f"nbgrader generate_assignment failed for {lab}:\n"
+                           f"{result.get('error', '')}\n{result['log']}")
+
+
+def _generate_from_solutions(course_root: Path, lab: str) -> None:
+    """Copy the repository's solutions/<lab>/ into ``course_root`` and generate the lab there."""
+    shutil.copytree(solutions_dir() / lab, course_root / "solutions" / lab,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    generate_assignment(course_root, lab)
 
 
 def release_labs(labs: list[str] | None = None, *, target: Path | None = None) -> list[Path]:
@@ -157,12 +168,7 @@ def release_labs(labs: list[str] | None = None, *, target: Path | None = None) -
     with tempfile.TemporaryDirectory(prefix="streamlab-release-") as tmp:
         course = Path(tmp)
         for lab in labs:
-            shutil.copytree(solutions_dir() / lab, course / "solutions" / lab,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-            result = generate_assignment(course, lab)
-            if not result["success"]:
-                raise GradingError(f"nbgrader generate_assignment failed for {lab}:\n"
-                                   f"{result.get('error', '')}\n{result['log']}")
+            _generate_from_solutions(course, lab)
             destination = target / lab
             if destination.exists():
                 shutil.rmtree(destination)
@@ -378,11 +384,14 @@ def write_csv(path: Path, results: list[Result]) -> None:
 # ----------------------------------------------------------------------------- processes
 
 def _tagged_processes(tag: str, *, prefix: bool = False):
+    """Living processes (zombies left out) whose grading tag is ``tag``, or starts with it."""
     import psutil
 
     found = []
-    for proc in psutil.process_iter(["pid"]):
+    for proc in psutil.process_iter(["pid", "status"]):
         try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
             value = proc.environ().get(TAG)
             if value is not None and (value.startswith(tag) if prefix else value == tag):
                 found.append(proc)
@@ -419,17 +428,11 @@ def kill_submission_processes(worker: subprocess.Popen | None, tag: str) -> int:
 
 def leftover_processes(tag_prefix: str) -> list[str]:
     """Living processes whose grading tag starts with ``tag_prefix`` (used by the tests)."""
-    import psutil
-
     left = []
-    for proc in psutil.process_iter(["pid", "name", "status"]):
+    for proc in _tagged_processes(tag_prefix, prefix=True):
         try:
-            if proc.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            value = proc.environ().get(TAG)
-            if value is not None and value.startswith(tag_prefix):
-                left.append(f"{proc.pid} {proc.info['name']}")
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            left.append(f"{proc.pid} {proc.name()}")
+        except Exception:  # gone meanwhile
             continue
     return left
 
@@ -477,12 +480,7 @@ class Grader:
         self.solution_sha256 = digest.hexdigest()
         if self.template.exists():
             shutil.rmtree(self.template)
-        shutil.copytree(solutions_dir() / self.lab, self.template / "solutions" / self.lab,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        result = generate_assignment(self.template, self.lab)
-        if not result["success"]:
-            raise GradingError(f"nbgrader generate_assignment failed for {self.lab}:\n"
-                               f"{result.get('error', '')}\n{result['log']}")
+        _generate_from_solutions(self.template, self.lab)
         with Gradebook(f"sqlite:///{self.template / 'gradebook.db'}") as gradebook:
             self.max_score = float(gradebook.find_assignment(self.lab).max_score)
         from .kafka import bootstrap_servers

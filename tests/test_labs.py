@@ -163,7 +163,7 @@ def test_config_grades_as_promised(tmp_path):
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
     (tmp_path / "solutions" / "probe").mkdir(parents=True)
     nbformat.write(nb, tmp_path / "solutions" / "probe" / "probe.ipynb")
-    assert grading.generate_assignment(tmp_path, "probe")["success"]
+    grading.generate_assignment(tmp_path, "probe")  # raises GradingError if nbgrader fails
     (tmp_path / "submitted" / "someone" / "probe").mkdir(parents=True)
     (tmp_path / "submitted" / "someone" / "probe" / "probe.ipynb").write_bytes(
         (tmp_path / "labs" / "probe" / "probe.ipynb").read_bytes())
