@@ -1,5 +1,6 @@
 # The course's two commands:   make lab    (set up, start Kafka, open JupyterLab)
 #                              make test   (run the whole test suite)
+# For contributors:            make check  (the fast tier: everything but executing notebooks and grading labs)
 # Everything lives in this folder: .venv/ (Python packages), .cache/ (jars), .streamlab/ (broker, checkpoints).
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null || echo python3)
@@ -7,11 +8,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help lab test setup labs kafka-stop clean
+.PHONY: help lab test check setup labs kafka-stop clean
 
 help:
 	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course"
-	@echo "make test   set up (first run only) and run every test, notebook and lab"
+	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs)"
+	@echo "make check  the fast tier (about a minute): every test except executing notebooks and grading"
+	@echo "            whole labs (pytest -m 'not notebooks and not labs'); includes ruff (tests/test_style.py)"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/"
 	@echo "make kafka-stop   stop the course's Kafka broker"
 
@@ -20,6 +23,9 @@ lab: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+check: setup
+	$(BIN)/python -m pytest -m "not notebooks and not labs" -q
 
 setup: $(STAMP)
 

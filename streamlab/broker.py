@@ -4,12 +4,16 @@
 127.0.0.1 (on another port if 9092 is taken), and waits until it accepts clients.
 ``status()`` tells whether it runs; ``stop()`` shuts it down cleanly. Topics survive a restart.
 Everything lives in ``data_dir()/kafka``: ``server.properties``, ``data/``, ``broker.log``.
+
+Its settings a learner can notice (topic auto-creation, default partitions, retention, ...) are
+``kafka_settings.BROKER_SETTINGS``, the same as in the Docker stack and the tests' Kafka container.
 """
 from __future__ import annotations
 
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,13 +22,15 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import data_dir
+from . import jars
+from .java import require_java
+from .kafka_settings import BROKER_SETTINGS, KAFKA_VERSION, differences, read_properties
+from .paths import PACKAGE_DIR, data_dir
 
 DEFAULT_PORT = 9092
 HEAP = os.environ.get("STREAMLAB_KAFKA_HEAP", "512m")
 START_TIMEOUT_S = 90
 STOP_TIMEOUT_S = 30
-
 
 class BrokerError(RuntimeError):
     """The broker could not be started; the message says why and where its log is."""
@@ -115,12 +121,15 @@ def status() -> BrokerStatus:
                             "(`streamlab kafka start` starts it again, keeping its topics)")
     if not _accepts_connections(port):
         return BrokerStatus(True, pid, port, "starting (process up, port not yet accepting)")
-    return BrokerStatus(True, pid, port, f"running on 127.0.0.1:{port} (pid {pid})")
+    note = " with older settings: `streamlab kafka start` restarts it" if stale_settings() else ""
+    return BrokerStatus(True, pid, port, f"running on 127.0.0.1:{port} (pid {pid}){note}")
 
 
 def _write_config(port: int, controller_port: int) -> Path:
     props = home() / "server.properties"
+    settings = "".join(f"{key}={value}\n" for key, value in BROKER_SETTINGS.items())
     props.write_text(f"""# Written by streamlab: a single-node KRaft broker for the course (broker + controller).
+# The settings after log.dirs are streamlab.broker.BROKER_SETTINGS, the same in the Docker stack.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller_port}
@@ -130,50 +139,41 @@ controller.listener.names=CONTROLLER
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs={home() / 'data'}
-num.partitions=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-auto.create.topics.enable=false
-delete.topic.enable=true
-log.retention.hours=-1
-""")
-    (home() / "log4j2.yaml").write_text(f"""Configuration:
-  Appenders:
-    RollingFile:
-      name: FILE
-      fileName: "{log_file()}"
-      filePattern: "{log_file()}.%i"
-      PatternLayout:
-        pattern: "[%d] %p %m (%c)%n"
-      Policies:
-        SizeBasedTriggeringPolicy:
-          size: 20MB
-      DefaultRolloverStrategy:
-        max: 2
-  Loggers:
-    Logger:
-      - name: kafka
-        level: INFO
-      - name: org.apache.kafka
-        level: INFO
-    Root:
-      level: WARN
-      AppenderRef:
-        - ref: FILE
-""")
+{settings}""")
     return props
 
 
-def _classpath() -> str:
-    from . import jars
+def classpath(*sets: str) -> str:
+    """The Java classpath of the broker's jars (fetched the first time), plus those of ``sets``."""
+    found = []
+    for name in ("kafka", *sets):
+        found.extend(jars.fetch(name))
+    return os.pathsep.join(str(j) for j in found)
 
-    jars.fetch("kafka")
-    return os.pathsep.join(str(j) for j in jars.jars("kafka"))
+
+def ping(servers: str, timeout_s: float = 10) -> tuple[bool, str]:
+    """(True, 'Kafka answers; N topics') if a client can talk to the Kafka at ``servers``."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=int(timeout_s * 1000),
+                                 api_version_auto_timeout_ms=int(timeout_s * 1000))
+    except (KafkaError, OSError, ValueError) as err:
+        return False, f"unreachable ({type(err).__name__})"
+    try:
+        topics = admin.list_topics()
+    except (KafkaError, OSError) as err:
+        return False, f"connected but not answering ({type(err).__name__})"
+    finally:
+        admin.close()
+    return True, f"Kafka answers; {len(topics)} topics"
+
+
+def stale_settings() -> dict[str, tuple[str | None, str]]:
+    """How the settings the broker was last started with differ from ``BROKER_SETTINGS``."""
+    props = home() / "server.properties"
+    return differences(read_properties(props)) if props.exists() else {}
 
 
 def _format_storage(java: str, props: Path) -> None:
@@ -181,7 +181,7 @@ def _format_storage(java: str, props: Path) -> None:
         return
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     proc = subprocess.run(
-        [java, "-cp", _classpath(), "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+        [java, "-cp", classpath(), "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
          "-c", str(props), "--ignore-formatted"],
         capture_output=True, text=True, timeout=120,
     )
@@ -193,14 +193,19 @@ def start(port: int | None = None, *, quiet: bool = False) -> BrokerStatus:
     """Start the native broker (or return the running one) and wait until it accepts clients.
 
     It listens on ``port`` (default: the port of its previous run, else 9092), or on the next free
-    port if that one is taken by another program.
+    port if that one is taken by another program. A running broker started with other settings than
+    ``BROKER_SETTINGS`` (an older version of the course) is restarted with them; topics are kept.
     """
     current = status()
     if current.running:
-        _wait_ready(current.pid, current.port)
-        return status()
-    from .checks import require_java
-
+        stale = stale_settings()
+        if not stale:
+            _wait_ready(current.pid, current.port)
+            return status()
+        if not quiet:
+            changes = ", ".join(f"{key}={old} -> {new}" for key, (old, new) in stale.items())
+            print(f"The broker runs with older settings ({changes}); restarting it (its topics are kept).")
+        stop(quiet=True)
     java = require_java()
     previous = _read_state() or {}
     port = port or previous.get("port") or DEFAULT_PORT
@@ -211,28 +216,21 @@ def start(port: int | None = None, *, quiet: bool = False) -> BrokerStatus:
     props = _write_config(chosen, controller)
     _format_storage(java, props)
     cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-           f"-Dlog4j2.configurationFile={home() / 'log4j2.yaml'}",
-           "-cp", _classpath(), "kafka.Kafka", str(props)]
+           f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-broker-log4j2.yaml'}",
+           f"-Dstreamlab.broker.log={log_file()}",
+           "-cp", classpath(), "kafka.Kafka", str(props)]
     with open(home() / "broker.out", "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=home())
     _state_file().write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
                                          "started": time.time()}))
     if not quiet:
-        print(f"Starting Kafka {_version()} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)
+        print(f"Starting Kafka {KAFKA_VERSION} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)
     _wait_ready(proc.pid, chosen)
     return status()
 
 
-def _version() -> str:
-    from .jars import KAFKA_VERSION
-
-    return KAFKA_VERSION
-
-
 def _wait_ready(pid: int, port: int, timeout: float = START_TIMEOUT_S) -> None:
-    from .kafka import ping
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not _is_our_broker(pid):
@@ -283,8 +281,6 @@ def _mark_stopped() -> None:
 
 def reset(*, quiet: bool = False) -> None:
     """Stop the broker and delete all its topics (the next start formats fresh storage)."""
-    import shutil
-
     stop(quiet=quiet)
     shutil.rmtree(home() / "data", ignore_errors=True)
     if not quiet:

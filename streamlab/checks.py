@@ -5,19 +5,13 @@ prints them as a table and notebook 00 shows them as a DataFrame.
 """
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-SUPPORTED_JAVA = (17, 21)
-
-
-class JavaError(RuntimeError):
-    """No usable Java; the message says what to install."""
+from . import broker, jars, kafka
+from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version
+from .pins import pinned_version
+from .session import spark as get_spark
 
 
 @dataclass
@@ -26,45 +20,6 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
-
-
-def find_java() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    return shutil.which("java")
-
-
-def java_version(java: str) -> int | None:
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2)) if major == 1 else major
-
-
-JAVA_FIX = (
-    "Install a JDK 17 (e.g. `sudo apt install openjdk-17-jdk`, `brew install openjdk@17`, "
-    "or `conda install -c conda-forge openjdk=17`) and put it on PATH or set JAVA_HOME. "
-    "Or use the Docker stack (docker/README.md), which brings its own Java."
-)
-
-
-def require_java() -> str:
-    """Path of a usable `java`, or a JavaError saying what to install."""
-    java = find_java()
-    if java is None:
-        raise JavaError("No Java found (looked at JAVA_HOME and PATH). " + JAVA_FIX)
-    version = java_version(java)
-    if version is None:
-        raise JavaError(f"Could not run `{java} -version`. " + JAVA_FIX)
-    if version < 17:
-        raise JavaError(f"{java} is Java {version}; Spark 4 needs Java 17. " + JAVA_FIX)
-    return java
 
 
 def check_python() -> Check:
@@ -89,8 +44,6 @@ def check_pyspark() -> Check:
         import pyspark
     except ImportError:
         return Check("pyspark", False, "not installed", "Run `make setup` (or pip install -r requirements.txt).")
-    from .pins import pinned_version
-
     want = pinned_version("pyspark")
     ok = pyspark.__version__ == want
     return Check("pyspark", ok, pyspark.__version__,
@@ -98,8 +51,6 @@ def check_pyspark() -> Check:
 
 
 def check_connector() -> Check:
-    from . import jars
-
     if not jars.is_cached("connector"):
         return Check("kafka connector", False, "not downloaded yet",
                      "Run `streamlab fetch` once with network access (make lab does it).")
@@ -117,8 +68,6 @@ def check_memory() -> Check:
 
 
 def check_broker() -> Check:
-    from . import kafka
-
     try:
         servers = kafka.bootstrap_servers(start=False)
     except kafka.NoBrokerError as err:
@@ -129,26 +78,18 @@ def check_broker() -> Check:
 
 
 def check_port(port: int = 9092) -> Check:
-    from .broker import port_is_free, status
-
-    state = status()
+    state = broker.status()
     if state.running and state.port == port:
         return Check(f"port {port}", True, "used by the course's broker")
-    if port_is_free(port):
+    if broker.port_is_free(port):
         return Check(f"port {port}", True, "free")
     return Check(f"port {port}", True, "taken by another program: the course's broker will pick another port")
 
 
 def check_spark_reads_kafka(session=None) -> Check:
     """The end-to-end check: Spark, through the connector, reads records a Python client wrote."""
-    from . import kafka
-
     try:
-        spark_session = session
-        if spark_session is None:
-            from .session import spark as get_spark
-
-            spark_session = get_spark()
+        spark_session = session if session is not None else get_spark()
         topic = kafka.new_topic("doctor", partitions=1)
         kafka.produce(topic, [{"check": i} for i in range(3)])
         rows = (spark_session.read.format("kafka")

@@ -2,6 +2,9 @@
 
     streamlab fetch                 resolve the Java jars once (then everything works offline)
     streamlab kafka start|stop|status|reset
+    streamlab kafka topics          every topic with its partitions and end offsets
+    streamlab kafka read TOPIC      print a topic's records (partition, offset, key, value)
+    streamlab kafka console producer|consumer|topics|groups ...   Kafka's own command-line tools
     streamlab doctor                check Java, pyspark, the connector, the broker, ports, memory
     streamlab lab                   start the broker and open JupyterLab on the course
     streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback)
@@ -10,12 +13,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 
-from . import broker, jars
-from .checks import JavaError
+from . import broker, console, jars, kafka
+from .checks import report, run_checks
+from .java import JavaError
+from .paths import project_root
 
 
 def cmd_fetch(args) -> int:
@@ -27,6 +33,17 @@ def cmd_fetch(args) -> int:
 
 
 def cmd_kafka(args) -> int:
+    if args.action in ("topics", "read"):
+        from kafka.errors import KafkaError  # kafka-python
+
+        try:
+            return _print_topics() if args.action == "topics" else _print_records(args.topic, args.limit)
+        except KafkaError as err:
+            print(f"streamlab: no answer from Kafka at {kafka.bootstrap_servers()} ({type(err).__name__}); "
+                  "`streamlab kafka status` says whether the course's broker runs", file=sys.stderr)
+            return 2
+    if args.action == "console":
+        console.exec_tool(args.tool, args.tool_args)
     if args.action == "start":
         if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
             print(f"Note: KAFKA_BOOTSTRAP_SERVERS={os.environ['KAFKA_BOOTSTRAP_SERVERS']} is set, "
@@ -50,9 +67,41 @@ def cmd_kafka(args) -> int:
     return 0 if state.running else 1
 
 
-def cmd_doctor(args) -> int:
-    from .checks import report, run_checks
+def _table(header: list[str], rows: list[list]) -> str:
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
 
+
+def _print_topics() -> int:
+    topics = kafka.topics_with_offsets()
+    print(f"Kafka at {kafka.bootstrap_servers()}: {len(topics)} topic(s)")
+    if topics:
+        rows = [[topic, len(ends), " ".join(f"{p}:{o}" for p, o in ends.items())] for topic, ends in topics.items()]
+        print(_table(["topic", "partitions", "end offsets (partition:offset)"], rows))
+    return 0
+
+
+def _print_records(topic: str, limit: int) -> int:
+    try:
+        records = kafka.read_topic(topic, limit=limit)
+    except kafka.TopicNotFoundError as err:
+        print(f"streamlab: {err} (`streamlab kafka topics` lists the topics)", file=sys.stderr)
+        return 1
+    rows = [[r["partition"], r["offset"], _show(r["key"]), _show(r["value"])] for r in records]
+    print(_table(["partition", "offset", "key", "value"], rows) if rows else f"{topic} is empty.")
+    if len(records) >= limit:
+        print(f"(stopped after {limit}: --limit N shows more)")
+    return 0
+
+
+def _show(value) -> str:
+    if value is None:
+        return "null"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def cmd_doctor(args) -> int:
     checks = run_checks(with_spark=not args.quick)
     print(report(checks))
     failed = [c for c in checks if not c.ok]
@@ -61,8 +110,6 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_lab(args) -> int:
-    from .paths import project_root
-
     for name in ("connector", "kafka"):
         jars.fetch(name)
     if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
@@ -88,14 +135,28 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = sub.add_parser("fetch", help="resolve and cache the jars (Spark Kafka connector, Kafka broker)")
     fetch.add_argument("--connector", action="store_true", help="only the Spark Kafka connector")
     fetch.add_argument("--kafka", action="store_true", help="only the Kafka broker")
+    fetch.add_argument("--tools", action="store_true", help="only Kafka's command-line tools")
     fetch.set_defaults(func=cmd_fetch)
 
-    kafka = sub.add_parser("kafka", help="the native single-node Kafka broker")
-    kafka.add_argument("action", choices=["start", "stop", "status", "reset"])
-    kafka.add_argument("--port", type=int, default=None,
+    kafka_cmd = sub.add_parser("kafka", help="the native Kafka broker, and a look at the topics of the Kafka in use")
+    actions = kafka_cmd.add_subparsers(dest="action", required=True)
+    start = actions.add_parser("start", help="start the native broker (or say where it runs)")
+    start.add_argument("--port", type=int, default=None,
                        help="preferred port (default: the previous one, else 9092; "
                             "another is chosen if it is taken)")
-    kafka.set_defaults(func=cmd_kafka)
+    actions.add_parser("stop", help="stop the native broker")
+    actions.add_parser("status", help="is the native broker running, and where")
+    actions.add_parser("reset", help="stop the native broker and delete all its topics")
+    actions.add_parser("topics", help="every topic with its partitions and end offsets")
+    read = actions.add_parser("read", help="print a topic's records: partition, offset, key, value")
+    read.add_argument("topic")
+    read.add_argument("--limit", type=int, default=20, help="print at most N records (default 20)")
+    tool = actions.add_parser("console", help="run one of Kafka's own command-line tools (options as in Kafka's "
+                                              "bin/kafka-console-producer.sh etc.; --bootstrap-server is filled in)")
+    tool.add_argument("tool", choices=list(console.TOOLS),
+                      help="; ".join(f"{name}: {script}" for name, (_, script) in console.TOOLS.items()))
+    tool.add_argument("tool_args", nargs=argparse.REMAINDER, help="passed on to the tool")
+    kafka_cmd.set_defaults(func=cmd_kafka)
 
     doctor = sub.add_parser("doctor", help="check the environment and say how to fix problems")
     doctor.add_argument("--quick", action="store_true", help="skip the Spark-reads-Kafka check")

@@ -7,9 +7,9 @@ Each generator has a matching ``*_SCHEMA`` (a Spark DDL string) for ``from_json`
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-START = datetime(2026, 1, 1, 9, 0, 0, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, 9, 0, 0, tzinfo=UTC)
 
 ACCESS_LOG_SCHEMA = "method STRING, path STRING, ts TIMESTAMP"
 OFFSET_REPORT_SCHEMA = "consumer STRING, partition INT, producer_offset BIGINT, consumer_offset BIGINT, ts TIMESTAMP"

@@ -1,9 +1,11 @@
 """Resolve the course's Java dependencies from Maven Central once, then work offline.
 
-Two sets of jars are needed:
+Three sets of jars are used:
 
 * ``connector``: the Spark Kafka connector (``spark-sql-kafka-0-10``) for Spark's Scala 2.13 build;
-* ``kafka``: an Apache Kafka broker, for the native single-node KRaft broker.
+* ``kafka``: an Apache Kafka broker, for the native single-node KRaft broker;
+* ``tools``: the jar of Kafka's own command-line tools (console producer and consumer), which
+  run on the broker's classpath.
 
 They are resolved with Apache Ivy, the resolver Spark itself uses for ``--packages`` (its jar ships
 inside pyspark), into ``cache_dir()/jars/<set>``. Nothing here needs Maven or Docker on the
@@ -19,6 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .java import require_java
 from .paths import cache_dir
 
 KAFKA_VERSION = "4.1.0"  # the same Kafka as the Docker stack (apache/kafka:4.1.0)
@@ -41,6 +44,11 @@ _SPECS = {
     "kafka": f"""
     <dependency org="org.apache.kafka" name="kafka_{SCALA_BINARY}" rev="{KAFKA_VERSION}"/>
     <dependency org="org.apache.logging.log4j" name="log4j-slf4j-impl" rev="2.24.3"/>
+""",
+    # Kafka's own command-line tools (console producer and consumer, ...): only their jar, which runs
+    # on the broker's classpath; a set of its own so an existing cache of the broker stays valid.
+    "tools": f"""
+    <dependency org="org.apache.kafka" name="kafka-tools" rev="{KAFKA_VERSION}" transitive="false"/>
 """,
 }
 
@@ -90,8 +98,6 @@ def fetch(name: str, *, quiet: bool = False) -> list[Path]:
         raise ValueError(f"unknown jar set {name!r}; choose one of {', '.join(JAR_SETS)}")
     if is_cached(name):
         return jars(name)
-    from .checks import require_java
-
     java = require_java()
     target = jar_dir(name)
     target.parent.mkdir(parents=True, exist_ok=True)

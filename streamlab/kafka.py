@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import broker
+
 # kafka-python logs connection chatter at WARNING; the course shows its own messages instead.
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
@@ -36,8 +38,6 @@ def bootstrap_servers(*, start: bool = True) -> str:
     configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if configured:
         return configured
-    from . import broker
-
     state = broker.status()
     if state.running:
         return state.bootstrap_servers
@@ -47,23 +47,8 @@ def bootstrap_servers(*, start: bool = True) -> str:
 
 
 def ping(servers: str | None = None, timeout_s: float = 10) -> tuple[bool, str]:
-    """(True, 'Kafka answers; N topics') if a client can talk to the broker."""
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
-
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=servers or bootstrap_servers(),
-                                 request_timeout_ms=int(timeout_s * 1000),
-                                 api_version_auto_timeout_ms=int(timeout_s * 1000))
-    except (KafkaError, OSError, ValueError) as err:
-        return False, f"unreachable ({type(err).__name__})"
-    try:
-        topics = admin.list_topics()
-    except (KafkaError, OSError) as err:
-        return False, f"connected but not answering ({type(err).__name__})"
-    finally:
-        admin.close()
-    return True, f"Kafka answers; {len(topics)} topics"
+    """(True, 'Kafka answers; N topics') if a client can talk to the broker in use (or ``servers``)."""
+    return broker.ping(servers or bootstrap_servers(), timeout_s)
 
 
 def _admin():
@@ -91,9 +76,7 @@ def new_topic(name: str, partitions: int = 2) -> str:
 
 
 def _wait_for_topic(topic: str, timeout_s: float = 30) -> None:
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers())
+    consumer = _inspector()
     try:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -141,6 +124,11 @@ def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], An
     A record is sent as its value: dicts as JSON, strings as UTF-8, bytes as they are.
     ``key`` names a field of each dict (or is a function of the record) to use as the Kafka key,
     which decides the partition: records with the same key stay in order in one partition.
+
+    The topic must exist (``new_topic(...)`` creates one). The broker would create an unknown topic
+    on the first record (``auto.create.topics.enable``, Kafka's default, is on), but with one
+    partition and the name as typed: a typo would then write to a new topic that no query reads,
+    so ``produce`` raises ``TopicNotFoundError`` instead. Kafka's own tools and kcat do create it.
     """
     from kafka import KafkaProducer
 
@@ -163,11 +151,36 @@ def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], An
     return count
 
 
+def _inspector(**config):
+    """A consumer that only looks: no group, commits nothing, and never creates a topic by asking."""
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(bootstrap_servers=bootstrap_servers(), enable_auto_commit=False,
+                         allow_auto_create_topics=False, **config)
+
+
+def topics_with_offsets() -> dict[str, dict[int, int]]:
+    """{topic: {partition: end offset}} for every topic but Kafka's internal ones (``__...``)."""
+    from kafka import TopicPartition
+
+    consumer = _inspector()
+    try:
+        partitions = [TopicPartition(topic, p) for topic in sorted(consumer.topics()) if not topic.startswith("__")
+                      for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        ends = consumer.end_offsets(partitions) if partitions else {}
+    finally:
+        consumer.close()
+    table: dict[str, dict[int, int]] = {}
+    for tp in partitions:
+        table.setdefault(tp.topic, {})[tp.partition] = ends[tp]
+    return table
+
+
 def end_offsets(topic: str) -> dict[int, int]:
     """{partition: offset of the next record to be written} — what a 'producer offset' is."""
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers())
+    consumer = _inspector()
     try:
         partitions = consumer.partitions_for_topic(topic)
         if not partitions:
@@ -183,11 +196,12 @@ def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10) -> list[
 
     Values that are JSON come back decoded. Uses no consumer group, so it commits nothing.
     """
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
 
     ends = end_offsets(topic)
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers(), enable_auto_commit=False,
-                             consumer_timeout_ms=int(timeout_s * 1000))
+    if not any(ends.values()):
+        return []
+    consumer = _inspector(consumer_timeout_ms=int(timeout_s * 1000))
     partitions = [TopicPartition(topic, p) for p in ends]
     consumer.assign(partitions)
     consumer.seek_to_beginning(*partitions)

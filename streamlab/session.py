@@ -15,6 +15,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from .jars import connector_jars
 from .paths import PACKAGE_DIR, data_dir
 
 STATE_STORES = {
@@ -102,8 +103,6 @@ def _jvm_output_to(path: Path):
 
 
 def _classic_builder(builder):
-    from .jars import connector_jars
-
     master = os.environ.get("SPARK_MASTER", "local[2]")
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

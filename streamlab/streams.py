@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 
 from .kafka import bootstrap_servers
+from .session import spark as get_spark
 
 
 def _kafka_reader(reader, topic: str, options: dict):
@@ -35,15 +36,11 @@ def kafka_stream(topic: str, schema: str | None = None, *, spark=None, **options
     plus the Kafka ``partition`` and ``offset`` of each record (``kafka_partition`` /
     ``kafka_offset`` when the schema has fields of those names). Reads from the earliest offset
     unless ``startingOffsets=...`` says otherwise; other Kafka source options pass through."""
-    from .session import spark as get_spark
-
     return _parse(_kafka_reader((spark or get_spark()).readStream, topic, options), schema)
 
 
 def kafka_table(topic: str, schema: str | None = None, *, spark=None, **options):
     """The same as ``kafka_stream`` but a batch DataFrame: what the topic holds right now."""
-    from .session import spark as get_spark
-
     return _parse(_kafka_reader((spark or get_spark()).read, topic, options), schema)
 
 
@@ -54,14 +51,29 @@ class BatchCollector:
         query = counts.writeStream.foreachBatch(collect).trigger(availableNow=True).start()
         query.awaitTermination(60)
         collect.frame()   # pandas DataFrame with a batch_id column
+
+    ``BatchCollector(copy_to_topic=topic)`` also writes every batch to a Kafka topic, one JSON
+    record per row with its ``batch_id`` (Spark writes them, in the same micro-batch): graded labs
+    use it so the grader can check a query's output from outside the notebook.
     """
 
-    def __init__(self):
+    def __init__(self, copy_to_topic: str | None = None):
         self._rows: list[dict] = []
         self._lock = threading.Lock()
+        self.copy_to_topic = copy_to_topic
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
+        if not self.copy_to_topic:
+            rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
+        else:
+            # Two actions on one batch would run the query's plan (and its stateful operators) twice,
+            # doubling their metrics: compute the batch once, then use it twice.
+            batch_df.persist()
+            try:
+                rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
+                write_batch_to_topic(batch_df, batch_id, self.copy_to_topic)
+            finally:
+                batch_df.unpersist()
         with self._lock:
             self._rows.extend(rows)
 
@@ -78,3 +90,15 @@ class BatchCollector:
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()
+
+
+def write_batch_to_topic(batch_df, batch_id: int, topic: str) -> None:
+    """Write one micro-batch to ``topic`` as JSON records (the row's fields plus ``batch_id``)."""
+    from pyspark.sql import functions as F
+
+    (batch_df.withColumn("batch_id", F.lit(batch_id))
+     .select(F.to_json(F.struct("*")).alias("value"))
+     .write.format("kafka")
+     .option("kafka.bootstrap.servers", bootstrap_servers())
+     .option("topic", topic)
+     .save())

@@ -1,16 +1,24 @@
 """Shared fixtures: a real Kafka broker and one SparkSession for the whole test run.
 
-Kafka, in this order: ``KAFKA_BOOTSTRAP_SERVERS`` if set; a Kafka container (testcontainers)
-when a Docker engine answers; otherwise the course's native KRaft broker (started here and
-stopped at the end if it was not already running). The chosen address is exported as
+Kafka, in this order: ``KAFKA_BOOTSTRAP_SERVERS`` if set; a Kafka container (testcontainers'
+generic container running apache/kafka, the Docker stack's image) when a Docker engine answers and
+the image can be started; otherwise the course's native KRaft broker (started here and stopped at
+the end if it was not already running). All three run the same Kafka version with the same
+settings (tests/test_kafka_everywhere.py). The chosen address is exported as
 ``KAFKA_BOOTSTRAP_SERVERS`` so that notebooks and graded labs, run in child processes, use it too.
 """
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import time
+import warnings
+from contextlib import ExitStack
 
 import pytest
+
+from streamlab import broker, kafka_settings
 
 os.environ.setdefault("STREAMLAB_SPARK_UI", "false")
 
@@ -26,29 +34,112 @@ def docker_engine_answers() -> tuple[bool, str]:
     return True, proc.stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def kafka_bootstrap():
-    configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    if configured:
-        yield configured
-        return
-    if os.environ.get("STREAMLAB_TEST_KAFKA", "auto") in ("auto", "docker") and docker_engine_answers()[0]:
-        from testcontainers.community.kafka import KafkaContainer
+# The test suite's Kafka container: the image of the Docker stack (docker/compose.yaml), which is the
+# Kafka version of the native broker, with the same learner-visible settings (BROKER_SETTINGS).
+KAFKA_IMAGE = kafka_settings.DOCKER_IMAGE
+CONTAINER_START_TIMEOUT_S = 120
+# Which Kafka the run uses: "container", "native", or "configured" (KAFKA_BOOTSTRAP_SERVERS was set).
+KAFKA_IN_USE = {"kind": None}
 
-        with KafkaContainer("confluentinc/cp-kafka:7.6.0").with_kraft() as container:
-            os.environ["KAFKA_BOOTSTRAP_SERVERS"] = container.get_bootstrap_server()
-            yield os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-            del os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-        return
-    from streamlab import broker
 
+def kafka_container_env(host: str, host_port: int) -> dict[str, str]:
+    """The environment of the tests' apache/kafka container: one KRaft node (broker and controller)
+    advertised at ``host:host_port``, plus ``BROKER_SETTINGS`` as the image's KAFKA_... variables."""
+    return {
+        "KAFKA_NODE_ID": "1",
+        "KAFKA_PROCESS_ROLES": "broker,controller",
+        "CLUSTER_ID": "UZiCGSqPRbmStPoF5JCGqQ",
+        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{host}:{host_port}",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "PLAINTEXT",
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
+        "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
+        "KAFKA_HEAP_OPTS": "-Xmx512m -Xms512m",
+        **kafka_settings.docker_env(),
+    }
+
+
+def container_class():
+    """testcontainers' generic container (a function, so a test can put a fake in its place)."""
+    from testcontainers.core.container import DockerContainer
+
+    return DockerContainer
+
+
+def start_kafka_container(stack: ExitStack) -> str:
+    """Run KAFKA_IMAGE (pulling it if needed) until it answers; ``stack`` removes it at the end."""
+    host, port = "127.0.0.1", _free_port()
+    container = container_class()(KAFKA_IMAGE, env=kafka_container_env(host, port)).with_bind_ports(9092, port)
+    servers = f"{host}:{port}"
+    try:
+        container.start()
+        deadline = time.monotonic() + CONTAINER_START_TIMEOUT_S
+        while not broker.ping(servers, timeout_s=5)[0]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{KAFKA_IMAGE} did not answer on {servers} within {CONTAINER_START_TIMEOUT_S}s")
+            time.sleep(1)
+    except BaseException:
+        container.stop()
+        raise
+    stack.callback(container.stop)
+    return servers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_test_kafka(stack: ExitStack, say) -> str:
+    """Start the Kafka the test run uses and return its address; ``stack`` stops it at the end.
+
+    A Kafka container when a Docker engine answers (STREAMLAB_TEST_KAFKA=auto, the default, or
+    docker); if the engine answers but the container cannot be started (say, the image cannot be
+    pulled offline), ``say`` is told why and the native broker is used. STREAMLAB_TEST_KAFKA=native
+    skips Docker.
+    """
+    mode = os.environ.get("STREAMLAB_TEST_KAFKA", "auto")
+    if mode in ("auto", "docker") and docker_engine_answers()[0]:
+        try:
+            servers = start_kafka_container(stack)
+            KAFKA_IN_USE["kind"] = "container"
+            return servers
+        except Exception as err:  # noqa: BLE001 - any failure: fall back, and say why
+            detail = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+            say(f"A Docker engine answers, but the {KAFKA_IMAGE} container could not be started "
+                f"({type(err).__name__}: {detail}); the tests use the native broker instead.")
     already_running = broker.status().running
     state = broker.start(quiet=True)
-    os.environ["KAFKA_BOOTSTRAP_SERVERS"] = state.bootstrap_servers
-    yield state.bootstrap_servers
-    del os.environ["KAFKA_BOOTSTRAP_SERVERS"]
     if not already_running:
-        broker.stop(quiet=True)
+        stack.callback(broker.stop, quiet=True)
+    KAFKA_IN_USE["kind"] = "native"
+    return state.bootstrap_servers
+
+
+def _say(config, message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=2)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"\nkafka: {message}", yellow=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(request):
+    configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if configured:
+        KAFKA_IN_USE["kind"] = "configured"
+        yield configured
+        return
+    with ExitStack() as stack:
+        servers = start_test_kafka(stack, say=lambda message: _say(request.config, message))
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"] = servers
+        try:
+            yield servers
+        finally:
+            del os.environ["KAFKA_BOOTSTRAP_SERVERS"]
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from streamlab import grading
+from streamlab.grading.labs import run_converter
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = grading.find_labs()
@@ -146,6 +147,7 @@ PROBE = [
 ]
 
 
+@pytest.mark.labs  # runs nbgrader autograde (a kernel): ~20 s
 @pytest.mark.filterwarnings("ignore:Object of type .* not in session")  # nbgrader's gradebook internals
 def test_config_grades_as_promised(tmp_path):
     """Autograde a tiny notebook with the course's config: NBGRADER_EXECUTION is set, JVM-style
@@ -168,8 +170,8 @@ def test_config_grades_as_promised(tmp_path):
     (tmp_path / "submitted" / "someone" / "probe" / "probe.ipynb").write_bytes(
         (tmp_path / "labs" / "probe" / "probe.ipynb").read_bytes())
     config = grading.nbgrader_config(tmp_path, cell_timeout=60)
-    result = grading._run_converter(Autograde, config, assignment="probe", student="someone",
-                                    force=True, create_student=True)
+    result = run_converter(Autograde, config, assignment="probe", student="someone",
+                           force=True, create_student=True)
     assert result["success"], result.get("error", "") + result["log"]
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         submission = gradebook.find_submission("probe", "someone")

@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_requirements_pin_every_package_exactly():
-    lines = [l.split("#")[0].strip() for l in (ROOT / "requirements.txt").read_text().splitlines()]
-    lines = [l for l in lines if l]
-    assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[^\s]+", l) for l in lines), lines
+    lines = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    lines = [line for line in lines if line]
+    assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[^\s]+", line) for line in lines), lines
 
 
 def test_curriculum_pins_hold():

@@ -1,17 +1,22 @@
-"""Grade the grader: `streamlab grade` on real submissions, for every lab in solutions/.
+"""Grade the grader: `streamlab grade` on real submissions (marker `labs`).
 
-One `streamlab grade` run per lab grades a folder holding every kind of submission the grader must
-survive, built here from the lab's notebooks:
+**Every lab** gets one grader run over the submissions that show its grades are earned (built from
+its notebooks and ``tests/submissions/<lab>/``):
+
+    e_reference         the reference answers -> full marks
+    f_blank             the released notebook as students get it -> 0
+    d_alternative_...   a correct solution written differently (alternative.py) -> full marks
+    k_partial           some parts solved (partial.py) -> its EXPECTED_SCORE
+    l_fake              solves nothing, fakes every result from inside the kernel (fake.py) -> 0
+
+**Lab 01** also carries every kind of submission the grader must survive (the robustness run):
 
     a_hang              the reference answers, plus cells that wait on an endless streaming query,
                         each within the per-cell limit, all together longer than the whole-submission
                         limit -> stopped at that limit (kernel and JVM killed)
     b_stuck             a cell that ignores interrupts and loops forever -> nbgrader gives up on it
     c_crash             kills its own kernel (SIGKILL) right after Spark started
-    d_alternative_leaky a correct solution written differently (tests/submissions/<lab>/alternative.py),
-                        which leaves a streaming query and a detached process running
-    e_reference         the reference answers
-    f_blank             the released notebook as students get it
+    d_alternative_leaky the alternative solution, leaving a streaming query and a detached process running
     g_tampered          the blank notebook with every test cell edited to pass (and worth 100 points)
     h_slow_cell         the reference answers, with awaitTermination() (no timeout) of an endless query
                         on top of the last answer cell -> the per-cell limit interrupts it, the other
@@ -41,15 +46,18 @@ import nbformat
 import pytest
 
 from streamlab import grading
+from streamlab.grading.isolation import TAG
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABS = grading.find_labs()
-SUBMISSIONS_DIR = Path(__file__).resolve().parent / "submissions"
-TIMEOUT_S = 140       # per submission: the hanging one costs this much
-CELL_TIMEOUT_S = 45   # per cell: well above a Spark start (~10 s) on a busy 2-core machine
+SUBMISSIONS_DIR = ROOT / "tests" / "submissions"
+ROBUSTNESS_LAB = LABS[0]  # lab01: the one the robustness submissions are built from
+TIMEOUT_S = 180       # per submission in the robustness run: the hanging one costs this much
+CELL_TIMEOUT_S = 90   # per cell: well above a Spark start (~10 s idle, 60 s on a loaded 2-core machine)
 JOBS = 3      # the hanging submissions mostly wait: let them overlap with the others
+LAB_TIMEOUT_S, LAB_CELL_TIMEOUT_S, LAB_JOBS = 900, 300, 2   # the other labs: only real work to do
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.labs, pytest.mark.timeout(1200)]
 
 
 # ----------------------------------------------------------------------------- building submissions
@@ -135,9 +143,43 @@ stuck.awaitTermination()  # no timeout: the per-cell limit interrupts it
 '''
 
 
+def _variant(lab: str, name: str):
+    """tests/submissions/<lab>/<name>.py as a module (ANSWERS, maybe EXPECTED_SCORE)."""
+    path = SUBMISSIONS_DIR / lab / f"{name}.py"
+    assert path.exists(), f"{lab} needs {path.relative_to(ROOT)} (ANSWERS = {{grade_id: code}})"
+    spec = importlib.util.spec_from_file_location(f"{name}_{lab}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _answered(lab: str, answers: dict):
+    """The released notebook with ``answers`` typed into their answer cells (others left blank)."""
+    nb = _released(lab)
+    for cell in _answer_cells(nb):
+        if cell.metadata.nbgrader.grade_id in answers:
+            cell.source = answers[cell.metadata.nbgrader.grade_id].strip("\n")
+    return nb
+
+
+def build_outcome_submissions(lab: str) -> dict:
+    """The five submissions every lab is graded on."""
+    return {"e_reference": _reference(lab), "f_blank": _released(lab),
+            "d_alternative": _alternative(lab),
+            "k_partial": _answered(lab, _variant(lab, "partial").ANSWERS),
+            "l_fake": _answered(lab, _variant(lab, "fake").ANSWERS)}
+
+
 def build_submissions(lab: str, folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    notebooks = {}
+    notebooks = build_outcome_submissions(lab)
+    if lab != ROBUSTNESS_LAB:
+        paths = {}
+        for name, nb in notebooks.items():
+            paths[name] = folder / f"{name}.ipynb"
+            nbformat.write(nb, paths[name])
+        return paths
+    del notebooks["d_alternative"]  # the robustness run's alternative is the leaky one
 
     nb = _reference(lab)
     waits = [_student_cell(HANG_START)] + [_student_cell(HANG_WAIT) for _ in range(TIMEOUT_S // HANG_WAIT_S + 1)]
@@ -203,7 +245,7 @@ class ProcessWatch:
         while not self._stop.wait(2):
             for proc in psutil.process_iter(["name"]):
                 try:
-                    if proc.environ().get(grading.TAG, "").startswith(self.tag):
+                    if proc.environ().get(TAG, "").startswith(self.tag):
                         self.names.add(proc.info["name"])
                 except (psutil.Error, OSError):
                     continue
@@ -217,18 +259,38 @@ class ProcessWatch:
         self._thread.join()
 
 
-def run_grade(lab: str, submissions: Path, out: Path, tag: str, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
+def run_grade(lab: str, submissions: Path, out: Path, tag: str,
+              *extra: str) -> tuple[subprocess.CompletedProcess, float]:
     env = dict(os.environ, STREAMLAB_GRADE_RUN_TAG=tag)
+    if lab == ROBUSTNESS_LAB:
+        limits = (TIMEOUT_S, CELL_TIMEOUT_S, JOBS)
+    else:
+        limits = (LAB_TIMEOUT_S, LAB_CELL_TIMEOUT_S, LAB_JOBS)
     command = [sys.executable, "-m", "streamlab", "grade", lab, str(submissions), "--out", str(out),
-               "--timeout", str(TIMEOUT_S), "--cell-timeout", str(CELL_TIMEOUT_S), "--jobs", str(JOBS), *extra]
+               "--timeout", str(limits[0]), "--cell-timeout", str(limits[1]), "--jobs", str(limits[2]), *extra]
     started = time.monotonic()
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1100, cwd=ROOT)
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1700, cwd=ROOT)
     return proc, time.monotonic() - started
+
+
+_RUNS: dict[str, dict] = {}
 
 
 @pytest.fixture(scope="module", params=LABS)
 def graded(request, kafka_bootstrap, tmp_path_factory):
-    lab = request.param
+    """One grader run per lab (lab01's is the robustness run)."""
+    return _graded(request.param, kafka_bootstrap, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def robust(kafka_bootstrap, tmp_path_factory):
+    """The robustness run: lab01 with every kind of hostile or broken submission."""
+    return _graded(ROBUSTNESS_LAB, kafka_bootstrap, tmp_path_factory)
+
+
+def _graded(lab, kafka_bootstrap, tmp_path_factory):
+    if lab in _RUNS:
+        return _RUNS[lab]
     base = tmp_path_factory.mktemp(lab)
     submissions, out = base / "submissions", base / "out"
     paths = build_submissions(lab, submissions)
@@ -240,9 +302,10 @@ def graded(request, kafka_bootstrap, tmp_path_factory):
     print(proc.stderr[-3000:], file=sys.stderr)
     with (out / "grades.csv").open(newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
-    return {"lab": lab, "proc": proc, "seconds": seconds, "out": out, "rows": rows, "paths": paths,
-            "submissions": submissions, "before": before, "tag": tag, "seen": watch.names,
-            "max_score": _max_score(lab)}
+    _RUNS[lab] = {"lab": lab, "proc": proc, "seconds": seconds, "out": out, "rows": rows, "paths": paths,
+                  "submissions": submissions, "before": before, "tag": tag, "seen": watch.names,
+                  "max_score": _max_score(lab)}
+    return _RUNS[lab]
 
 
 def _max_score(lab: str) -> float:
@@ -281,22 +344,40 @@ def test_blank_lab_gets_zero(graded):
 
 
 def test_alternative_solution_gets_full_marks(graded):
-    row = _row(graded, "d_alternative_leaky")
+    name = "d_alternative_leaky" if graded["lab"] == ROBUSTNESS_LAB else "d_alternative"
+    row = _row(graded, name)
     assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
 
 
-def test_tampered_tests_are_graded_by_the_original_tests(graded):
+def test_partial_solution_gets_partial_marks(graded):
+    expected = float(_variant(graded["lab"], "partial").EXPECTED_SCORE)
+    assert 0 < expected < graded["max_score"], "partial.py must solve some parts, not all"
+    row = _row(graded, "k_partial")
+    assert (row["status"], float(row["score"])) == ("graded", expected), row
+
+
+def test_faked_results_get_zero(graded):
+    """The fake solves nothing and fakes results inside its kernel: the grader's own checks say no."""
+    row = _row(graded, "l_fake")
+    assert (row["status"], float(row["score"])) == ("graded", 0.0), row
+    assert "not confirmed by the grader's checks" in row["detail"], row
+
+
+def test_tampered_tests_are_graded_by_the_original_tests(robust):
+    graded = robust
     row = _row(graded, "g_tampered")
     assert (row["status"], float(row["score"]), float(row["max_score"])) == ("graded", 0.0, graded["max_score"]), row
 
 
-def test_hanging_submission_is_stopped_at_the_limit(graded):
+def test_hanging_submission_is_stopped_at_the_limit(robust):
+    graded = robust
     row = _row(graded, "a_hang")
     assert (row["status"], float(row["score"])) == ("timed out", 0.0), row
     assert TIMEOUT_S <= float(row["seconds"]) < TIMEOUT_S + 60, row
 
 
-def test_a_stuck_cell_costs_only_its_own_part(graded):
+def test_a_stuck_cell_costs_only_its_own_part(robust):
+    graded = robust
     row = _row(graded, "h_slow_cell")
     assert row["status"] == "timed out", row
     assert 0 < float(row["score"]) < graded["max_score"], row
@@ -305,19 +386,22 @@ def test_a_stuck_cell_costs_only_its_own_part(graded):
     assert float(row["seconds"]) < TIMEOUT_S, row
 
 
-def test_uninterruptible_cell_is_reported_as_timed_out(graded):
+def test_uninterruptible_cell_is_reported_as_timed_out(robust):
+    graded = robust
     row = _row(graded, "b_stuck")
     assert (row["status"], float(row["score"])) == ("timed out", 0.0), row
     assert "did not stop when interrupted" in row["detail"], row
     assert float(row["seconds"]) < TIMEOUT_S, row
 
 
-def test_crashing_submission_is_reported_as_crashed(graded):
+def test_crashing_submission_is_reported_as_crashed(robust):
+    graded = robust
     row = _row(graded, "c_crash")
     assert (row["status"], float(row["score"])) == ("crashed", 0.0), row
 
 
-def test_malformed_files_are_invalid(graded):
+def test_malformed_files_are_invalid(robust):
+    graded = robust
     for student in ("i_not_json", "j_not_a_notebook"):
         row = _row(graded, student)
         assert (row["status"], float(row["score"])) == ("invalid notebook", 0.0), row
@@ -372,12 +456,15 @@ def test_everyone_gets_feedback_without_hidden_test_code(graded):
         assert "HIDDEN TESTS" not in text, student
         leaked = [line for line in hidden if line in text]
         assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:2]}"
-    reference = graded["out"] / "feedback" / "e_reference.html"
-    assert "hidden tests: run only by the grader" in reference.read_text()
-    assert "crashed" in (graded["out"] / "feedback" / "c_crash.html").read_text()
+    reference = (graded["out"] / "feedback" / "e_reference.html").read_text()
+    assert "hidden tests: run only by the grader" in reference
+    assert "Checked by the grader" in reference, "the feedback shows the grader's own checks"
+    if graded["lab"] == ROBUSTNESS_LAB:
+        assert "crashed" in (graded["out"] / "feedback" / "c_crash.html").read_text()
 
 
-def test_grading_again_skips_what_is_graded(graded):
+def test_grading_again_skips_what_is_graded(robust):
+    graded = robust
     before = {s: dict(r) for s, r in graded["rows"].items()}
     proc, seconds = run_grade(graded["lab"], graded["submissions"], graded["out"], graded["tag"] + "-again")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -387,35 +474,3 @@ def test_grading_again_skips_what_is_graded(graded):
         after = {row["student"]: row for row in csv.DictReader(handle)}
     assert after == before
     assert _snapshot(graded["submissions"]) == graded["before"]
-
-
-# ----------------------------------------------------------------------------- finding submissions (no grading)
-
-def test_finds_flat_and_nbgrader_layouts(tmp_path):
-    lab = LABS[0]
-    name = _notebook_name(lab)
-    flat = tmp_path / "flat"
-    flat.mkdir()
-    for file in ("Ana Lopez.ipynb", "bob.ipynb", "notes.txt"):
-        (flat / file).write_text("{}")
-    found = grading.find_submissions(flat, lab)
-    assert [(s.student, s.files[name].name) for s in found] == [("Ana_Lopez", "Ana Lopez.ipynb"), ("bob", "bob.ipynb")]
-
-    course = tmp_path / "course"
-    (course / "submitted" / "carla" / lab).mkdir(parents=True)
-    (course / "submitted" / "carla" / lab / f"{name}.ipynb").write_text("{}")
-    (course / "submitted" / "carla" / lab / "timestamp.txt").write_text("2026-01-01 10:00:00")
-    (course / "submitted" / "dan" / lab).mkdir(parents=True)
-    (course / "submitted" / "dan" / lab / "my copy.ipynb").write_text("{}")  # renamed: still graded
-    (course / "submitted" / "eve" / lab).mkdir(parents=True)                 # nothing handed in
-    found = {s.student: s for s in grading.find_submissions(course, lab)}  # the course folder works too
-    assert sorted(found) == ["carla", "dan", "eve"]
-    assert found["carla"].extra[0].name == "timestamp.txt"
-    assert found["dan"].files[name].name == "my copy.ipynb"
-    assert grading.check_notebook(found["eve"].files[name]).endswith("is missing")
-
-
-def test_unknown_lab_is_a_usage_error(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "streamlab", "grade", "lab99", str(tmp_path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 2 and "no single lab matches 'lab99'" in proc.stderr

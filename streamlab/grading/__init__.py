@@ -1,0 +1,49 @@
+"""Graded labs: release them to students, and grade what students hand in, with nbgrader.
+
+    streamlab release-labs                      solutions/<lab>/ -> labs/<lab>/ (nbgrader generate_assignment)
+    streamlab grade LAB SUBMISSIONS [--out DIR] grade a folder of submissions -> grades.csv + feedback
+
+The modules, in the order they build on each other:
+
+    results      Status, the worker's report (WorkerReport), a student's Result, grades.csv
+    labs         finding labs, the course's nbgrader config, release_labs
+    submissions  finding submissions in a folder (two layouts), check_notebook
+    isolation    per-submission environment, tagged processes and killing them, topic clean-up
+    feedback     the HideHiddenTests preprocessor and the page for submissions without feedback
+    worker       the child process grading one submission (python -m streamlab.grading.worker)
+    grader       Grader: one isolated worker per student, results, feedback, grades.csv
+    cli          the argparse commands
+
+``HideHiddenTests`` (named in nbgrader_config.py) is built on first use, so that importing this
+package does not import nbconvert.
+"""
+from .cli import add_grade_command
+from .grader import Grader
+from .isolation import kill_submission_processes, leftover_processes
+from .labs import (
+    GradingError,
+    find_labs,
+    generate_assignment,
+    lab_notebooks,
+    nbgrader_config,
+    release_labs,
+    resolve_lab,
+)
+from .results import Result, Status, WorkerReport, write_csv
+from .submissions import check_notebook, find_submissions
+
+__all__ = [
+    "find_labs", "resolve_lab", "lab_notebooks", "nbgrader_config", "generate_assignment", "release_labs",
+    "find_submissions", "check_notebook",
+    "Grader", "GradingError", "leftover_processes", "kill_submission_processes",
+    "write_csv", "Status", "Result", "WorkerReport",
+    "add_grade_command",
+]
+
+
+def __getattr__(name: str):
+    if name == "HideHiddenTests":
+        from .feedback import hide_hidden_tests
+
+        return hide_hidden_tests()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

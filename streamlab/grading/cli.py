@@ -1,0 +1,85 @@
+"""The commands: ``streamlab grade`` and ``streamlab release-labs`` (argparse, and printing)."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from .grader import DEFAULT_TIMEOUT_S, Grader
+from .labs import GradingError, release_labs, resolve_lab
+from .results import Status
+from .submissions import find_submissions
+
+
+def cmd_grade(args) -> int:
+    try:
+        lab = resolve_lab(args.lab)
+        submissions = find_submissions(Path(args.submissions), lab)
+        out = Path(args.out or Path("grades") / lab)
+        if not submissions:
+            print(f"No submissions found in {args.submissions} (expected <student>.ipynb files or "
+                  f"<student>/{lab}/ folders).")
+            return 1
+        grader = Grader(lab, out, timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
+                        force=args.force, jobs=args.jobs)
+        print(f"Grading {len(submissions)} submission(s) of {lab} into {grader.out} "
+              f"(limits: {args.timeout:g} s per submission"
+              + (f", {args.cell_timeout:g} s per cell" if args.cell_timeout else "") + ")", flush=True)
+        started = time.monotonic()
+        grader.prepare()
+        results = grader.run(submissions)
+    except GradingError as err:
+        print(f"streamlab grade: {err}", file=sys.stderr)
+        return 2
+    counts: dict[Status, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    print(f"Done in {time.monotonic() - started:.0f} s: {summary}.")
+    print(f"Grades: {grader.out / 'grades.csv'}   Feedback: {grader.feedback_dir}/")
+    failed = [r for r in results if r.status == Status.ERROR]
+    if failed:
+        print(f"The grader failed on {len(failed)} submission(s): "
+              + ", ".join(f"{r.student} (log: {r.log})" for r in failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_release_labs(args) -> int:
+    try:
+        labs = [resolve_lab(name) for name in args.labs] if args.labs else None
+        released = release_labs(labs, target=Path(args.out) if args.out else None)
+    except GradingError as err:
+        print(f"streamlab release-labs: {err}", file=sys.stderr)
+        return 2
+    for path in released:
+        print(f"released {path}")
+    return 0
+
+
+def add_grade_command(sub) -> None:
+    """Add ``grade`` and ``release-labs`` to the ``streamlab`` command's subparsers."""
+    grade = sub.add_parser(
+        "grade", help="grade students' lab notebooks with nbgrader -> grades.csv and feedback",
+        description="Grade every submission of LAB in SUBMISSIONS, each in its own process, kernel and "
+                    "Spark, with time limits; write OUT/grades.csv and OUT/feedback/<student>.html. "
+                    "Submitted files are never modified.")
+    grade.add_argument("lab", metavar="LAB", help="the lab, e.g. lab01_stateless_vs_stateful (or lab01)")
+    grade.add_argument("submissions", metavar="SUBMISSIONS",
+                       help="a folder of <student>.ipynb files, or nbgrader's <student>/<lab>/ folders")
+    grade.add_argument("--out", help="where grades, feedback and logs go (default: grades/<lab>)")
+    grade.add_argument("--force", action="store_true", help="grade again submissions already graded")
+    grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                       help=f"seconds allowed for a whole submission (default {DEFAULT_TIMEOUT_S})")
+    grade.add_argument("--cell-timeout", type=float, default=None,
+                       help="seconds allowed per cell (default: nbgrader_config.py, 300)")
+    grade.add_argument("--jobs", type=int, default=1,
+                       help="submissions graded at the same time (default 1; each needs a core and ~1.5 GB)")
+    grade.set_defaults(func=cmd_grade)
+
+    release = sub.add_parser("release-labs", help="generate the student labs in labs/ from solutions/",
+                             description="Run nbgrader generate_assignment on solutions/<lab>/ and put "
+                                         "the student version in labs/<lab>/.")
+    release.add_argument("labs", nargs="*", metavar="LAB", help="labs to release (default: all)")
+    release.add_argument("--out", help="release into this folder instead of labs/")
+    release.set_defaults(func=cmd_release_labs)

@@ -1,0 +1,234 @@
+"""Grading a folder of submissions: one isolated worker per student, a result for each.
+
+The submitted files are never touched: each is copied into a private nbgrader course folder
+(``OUT/course/<student>/``, a copy of the lab's template with its gradebook), and a worker process
+(``python -m streamlab.grading.worker``) runs nbgrader there, in the environment ``isolation``
+gives it, with a wall-clock limit: when it runs out, the worker, its kernel and the kernel's Spark
+JVM are killed. The same sweep runs after every student, so a query left running cannot outlive
+its submission.
+
+    OUT/grades.csv                  one row per student (see ``results``)
+    OUT/feedback/<student>.html     nbgrader's feedback, or a page saying why there is none
+    OUT/results/<student>.json      the full Result: a submission already graded is skipped next time
+    OUT/logs/<student>.log          everything the worker printed
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+from ..kafka import bootstrap_servers
+from ..paths import project_root
+from .feedback import status_page
+from .hidden import checks_file, file_sha256
+from .isolation import delete_topics, kill_tagged, run_isolated, submission_environment
+from .labs import GradingError, generate_from_solutions, solutions_dir
+from .results import Result, Status, WorkerReport, format_points, write_csv
+from .submissions import Submission, check_notebook
+
+DEFAULT_TIMEOUT_S = 900
+
+
+class Grader:
+    def __init__(self, lab: str, out: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 cell_timeout_s: float | None = None, force: bool = False, jobs: int = 1,
+                 run_tag: str | None = None, stream=None):
+        self.lab = lab
+        self.out = Path(out).resolve()
+        self.timeout_s = timeout_s
+        self.cell_timeout_s = cell_timeout_s
+        self.force = force
+        self.jobs = max(1, jobs)
+        # Every process of this run carries "<run tag>-<student>" in STREAMLAB_GRADE_TAG; the tests
+        # choose the run tag (STREAMLAB_GRADE_RUN_TAG) to check that none is left behind.
+        self.run_tag = run_tag or os.environ.get("STREAMLAB_GRADE_RUN_TAG") or f"grade-{secrets.token_hex(4)}"
+        self.stream = stream or sys.stdout
+        self._print_lock = threading.Lock()
+        self.template = self.out / "course" / ".template"
+        self.results_dir = self.out / "results"
+        self.feedback_dir = self.out / "feedback"
+        self.logs_dir = self.out / "logs"
+        self.max_score = 0.0
+        self.solution_sha256 = ""
+        self.checks: Path | None = None
+        self.checks_sha256: str | None = None
+
+    def say(self, text: str) -> None:
+        with self._print_lock:
+            print(text, file=self.stream, flush=True)
+
+    # -- set-up
+    def prepare(self) -> None:
+        from nbgrader.api import Gradebook
+
+        for folder in (self.results_dir, self.feedback_dir, self.logs_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        for path in sorted((solutions_dir() / self.lab).rglob("*")):
+            if path.is_file() and ".ipynb_checkpoints" not in path.parts:
+                digest.update(str(path.relative_to(solutions_dir())).encode())
+                digest.update(path.read_bytes())
+        digest.update((project_root() / "nbgrader_config.py").read_bytes())
+        self.solution_sha256 = digest.hexdigest()
+        # The lab's hidden checks run in each worker; its hash makes a rewritten file refuse to run.
+        self.checks = checks_file(solutions_dir(), self.lab)
+        self.checks_sha256 = file_sha256(self.checks) if self.checks else None
+        if self.template.exists():
+            shutil.rmtree(self.template)
+        generate_from_solutions(self.template, self.lab)
+        with Gradebook(f"sqlite:///{self.template / 'gradebook.db'}") as gradebook:
+            self.max_score = float(gradebook.find_assignment(self.lab).max_score)
+        self.bootstrap = bootstrap_servers()  # resolved once: every kernel uses this Kafka
+
+    # -- one student
+    def _previous(self, submission: Submission, sha: str) -> Result | None:
+        path = self.results_dir / f"{submission.student}.json"
+        if self.force or not path.exists():
+            return None
+        try:
+            previous = Result.from_json(path.read_text())
+        except (ValueError, TypeError):
+            return None
+        if (previous.sha256 == sha and previous.solution_sha256 == self.solution_sha256
+                and previous.status.is_final and Path(previous.feedback).exists()):
+            return previous
+        return None
+
+    def grade_one(self, submission: Submission) -> tuple[Result, bool]:
+        """Grade one submission (or take its earlier result); returns (result, skipped)."""
+        sha = submission.sha256()
+        previous = self._previous(submission, sha)
+        if previous is not None:
+            return previous, True
+        started = time.monotonic()
+        result = Result(student=submission.student, status=Status.ERROR, max_score=self.max_score,
+                        file=str(submission.origin), sha256=sha, solution_sha256=self.solution_sha256,
+                        log=str(self.logs_dir / f"{submission.student}.log"),
+                        graded_at=datetime.now().isoformat(timespec="seconds"))
+        try:
+            problems = [p for p in (check_notebook(path) for path in submission.files.values()) if p]
+            if problems:
+                result.status, result.detail = Status.INVALID, "; ".join(problems)
+                Path(result.log).write_text(result.detail + "\n")
+            else:
+                self._autograde(submission, result)
+        except Exception as err:  # the grader's own failure: reported, and the run goes on
+            result.status, result.detail = Status.ERROR, f"{type(err).__name__}: {err}"
+        result.seconds = round(time.monotonic() - started, 1)
+        if not result.feedback:  # nbgrader wrote none: say what happened instead
+            page = self.feedback_dir / f"{submission.student}.html"
+            page.write_text(status_page(result, self.lab), encoding="utf-8")
+            result.feedback = str(page)
+        (self.results_dir / f"{submission.student}.json").write_text(result.to_json())
+        return result, False
+
+    def _course_for(self, submission: Submission) -> Path:
+        """The student's private course folder: the lab's template plus a copy of the submission."""
+        student, lab = submission.student, self.lab
+        course = self.out / "course" / student
+        if course.exists():
+            shutil.rmtree(course)
+        shutil.copytree(self.template, course)
+        target = course / "submitted" / student / lab
+        target.mkdir(parents=True)
+        for name, path in submission.files.items():
+            shutil.copyfile(path, target / f"{name}.ipynb")  # copy content only: the original is untouched
+        for path in submission.extra:
+            shutil.copyfile(path, target / path.name)
+        return course
+
+    def _autograde(self, submission: Submission, result: Result) -> None:
+        student, lab = submission.student, self.lab
+        course = self._course_for(submission)
+        tag = f"{self.run_tag}-{student}"
+        workdir = Path(tempfile.mkdtemp(prefix=f"streamlab-grade-{student}-"))
+        env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
+        report_path = workdir / "report.json"
+        command = [sys.executable, "-m", "streamlab.grading.worker", lab, student,
+                   "--course", str(course), "--report", str(report_path)]
+        if self.cell_timeout_s:
+            command += ["--cell-timeout", str(self.cell_timeout_s)]
+        if self.checks:
+            command += ["--checks", str(self.checks), "--checks-sha256", self.checks_sha256]
+        try:
+            child = run_isolated(command, env=env, cwd=course, log_path=Path(result.log),
+                                 timeout_s=self.timeout_s, tag=tag)
+            if child.hit_limit:
+                report = WorkerReport.no_result(
+                    Status.TIMED_OUT, f"the submission did not finish within {self.timeout_s:g} s; "
+                                      f"it was stopped (with its kernel and Spark)")
+            elif not report_path.exists():
+                raise GradingError(f"the grading process ended (exit status {child.returncode}) without "
+                                   f"a report; see {result.log}")
+            else:
+                report = WorkerReport.from_json(report_path.read_text())
+            result.record(report)
+            if report.scored:
+                result.feedback = str(self._keep_feedback(course, result))
+                if child.killed and result.status == Status.GRADED:
+                    result.detail = (result.detail + "; " if result.detail else "") + \
+                        f"{child.killed} process(es) left running were stopped"
+        finally:
+            delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _keep_feedback(self, course: Path, result: Result) -> Path:
+        """Copy nbgrader's feedback out of the course folder: one page, or a folder of them."""
+        feedback = course / "feedback" / result.student / self.lab
+        pages = sorted(feedback.glob("*.html"))
+        if not pages:
+            raise GradingError(f"nbgrader wrote no feedback for {result.student}; see {result.log}")
+        if len(pages) == 1:
+            target = self.feedback_dir / f"{result.student}.html"
+            shutil.copyfile(pages[0], target)
+        else:
+            target = self.feedback_dir / result.student
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(feedback, target)
+        return target
+
+    # -- all students
+    def run(self, submissions: list[Submission]) -> list[Result]:
+        total = len(submissions)
+        results: dict[str, Result] = {}
+        lock = threading.Lock()
+        counter = iter(range(1, total + 1))
+
+        def one(submission: Submission) -> None:
+            result, skipped = self.grade_one(submission)
+            with lock:
+                results[submission.student] = result
+                number = next(counter)
+                write_csv(self.out / "grades.csv", list(results.values()))
+            state = "skipped (already graded; --force grades again)" if skipped else f"{result.seconds:.0f} s"
+            detail = f" - {result.detail}" if result.detail and result.status != Status.GRADED else ""
+            self.say(f"[{number}/{total}] {submission.student}: {result.status}, "
+                     f"{format_points(result.score)}/{format_points(result.max_score)} ({state}){detail}")
+
+        pool = ThreadPoolExecutor(max_workers=self.jobs)
+        futures = []
+        try:
+            futures = [pool.submit(one, s) for s in submissions]
+            for future in futures:
+                future.result()
+        except KeyboardInterrupt:
+            # Submissions run in their own sessions, out of reach of Ctrl-C: stop them here.
+            for future in futures:
+                future.cancel()
+            kill_tagged(self.run_tag + "-")
+            raise
+        finally:
+            pool.shutdown(wait=True)
+        ordered = [results[s.student] for s in submissions]
+        write_csv(self.out / "grades.csv", ordered)
+        return ordered

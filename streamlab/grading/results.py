@@ -1,0 +1,157 @@
+"""What grading one submission produces: a status, a score, the worker's report, a row of grades.csv.
+
+Statuses (grades.csv shows these strings):
+
+    graded            nbgrader ran every cell and scored the notebook
+    timed out         a cell hit the per-cell limit and was interrupted: the other cells still count;
+                      a cell that cannot be interrupted, or the whole submission hitting --timeout: 0 points
+    crashed           the notebook killed its own kernel: 0 points
+    invalid notebook  not JSON, not a notebook, or the lab's notebook is missing: 0 points
+    grader error      something failed that is not the student's doing (graded again next run)
+
+The worker (the child process that runs nbgrader for one student) writes a ``WorkerReport`` as
+JSON; the grader reads it into the student's ``Result``, which is kept in ``OUT/results/<student>.json``
+and becomes one row of ``grades.csv``.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+CSV_COLUMNS = ["student", "score", "max_score", "status", "seconds", "detail", "file"]
+
+
+class Status(StrEnum):
+    GRADED = "graded"
+    TIMED_OUT = "timed out"
+    CRASHED = "crashed"
+    INVALID = "invalid notebook"
+    ERROR = "grader error"
+
+    @property
+    def is_final(self) -> bool:
+        """Grading the same file again would end the same way (a grader error would not)."""
+        return self is not Status.ERROR
+
+
+@dataclass
+class CellGrade:
+    """nbgrader's score for one test cell."""
+    notebook: str
+    grade_id: str
+    score: float | None
+    max_score: float | None
+
+
+def _cells(raw: list) -> list[CellGrade]:
+    return [cell if isinstance(cell, CellGrade) else CellGrade(**cell) for cell in raw]
+
+
+@dataclass
+class WorkerReport:
+    """What the worker found, written as JSON for the grader.
+
+    Either scored (nbgrader scored the notebook: ``score`` and ``max_score`` are numbers and the
+    status is ``graded``, or ``timed out`` when some cells were interrupted), or no result
+    (``WorkerReport.no_result``): the notebook could not be scored, and the status and detail say why.
+    """
+    status: Status
+    score: float | None = None
+    max_score: float | None = None
+    detail: str = ""
+    autograde_seconds: float | None = None
+    startup_seconds: float | None = None   # kernel start + the first code cell (it starts Spark)
+    work_seconds: float | None = None      # every other code cell
+    checks_seconds: float | None = None    # the lab's hidden checks, run in the worker
+    cells: list[CellGrade] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)  # each hidden check: name, cells, passed, detail
+
+    def __post_init__(self):
+        self.status = Status(self.status)
+        self.cells = _cells(self.cells)
+
+    @classmethod
+    def no_result(cls, status: Status, detail: str, **timings: float | None) -> WorkerReport:
+        """A report without a score: timed out, crashed, invalid, or the grader's own failure."""
+        return cls(status=Status(status), detail=detail, **timings)
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None and self.status in (Status.GRADED, Status.TIMED_OUT)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerReport:
+        return cls(**json.loads(text))
+
+
+@dataclass
+class Result:
+    """One student's outcome: a row of grades.csv, and what the grader keeps to skip it next time."""
+    student: str
+    status: Status
+    score: float = 0.0
+    max_score: float = 0.0
+    seconds: float = 0.0
+    detail: str = ""
+    file: str = ""
+    sha256: str = ""
+    solution_sha256: str = ""
+    startup_seconds: float | None = None
+    work_seconds: float | None = None
+    cells: list[CellGrade] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)
+    checks_seconds: float | None = None
+    feedback: str = ""
+    log: str = ""
+    graded_at: str = ""
+
+    def __post_init__(self):
+        self.status = Status(self.status)
+        self.cells = _cells(self.cells)
+
+    def record(self, report: WorkerReport) -> None:
+        """Take the worker's outcome: its score if it has one, else 0 points and why."""
+        self.startup_seconds = report.startup_seconds
+        self.work_seconds = report.work_seconds
+        self.cells = list(report.cells)
+        self.checks = list(report.checks)
+        self.checks_seconds = report.checks_seconds
+        self.status = report.status
+        self.detail = report.detail
+        if report.scored:
+            self.score, self.max_score = float(report.score), float(report.max_score)
+        else:
+            self.score = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Result:
+        """Raises ValueError or TypeError if ``text`` is not a result this version wrote."""
+        return cls(**json.loads(text))
+
+
+def format_points(value: float | None) -> str:
+    """Points as grades.csv and the feedback show them: 5, 2.50, or empty."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
+
+def write_csv(path: Path, results: list[Result]) -> None:
+    """Write grades.csv (one row per student, sorted by student) atomically."""
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for r in sorted(results, key=lambda r: r.student):
+            writer.writerow([r.student, format_points(r.score), format_points(r.max_score), r.status,
+                             f"{r.seconds:.1f}", r.detail, r.file])
+    tmp.replace(path)

@@ -1,0 +1,159 @@
+"""The worker: what runs in the child process that grades one submission.
+
+    python -m streamlab.grading.worker LAB STUDENT --course DIR --report FILE [--cell-timeout S]
+
+It runs nbgrader's own ``autograde`` (which puts the original test cells back, hidden tests
+included, then executes the notebook in a fresh kernel with a time limit per cell) and
+``generate_feedback`` in the student's private course folder, and writes a ``WorkerReport`` (JSON)
+to FILE. The grader starts it with the submission's environment (see ``isolation``) and stops it,
+with everything it started, at the whole-submission limit.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .hidden import (
+    SparkStarter,
+    add_summary_to_feedback,
+    as_dicts,
+    run_hidden_checks,
+    summary_detail,
+    unconfirmed_cells,
+    withdraw_points,
+)
+from .labs import nbgrader_config, run_converter
+from .results import CellGrade, Status, WorkerReport
+
+
+def _parse_time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _cell_seconds(cell) -> float | None:
+    timing = cell.get("metadata", {}).get("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not start or not end:
+        return None
+    return (_parse_time(end) - _parse_time(start)).total_seconds()
+
+
+def _why_autograde_failed(text: str, cell_timeout: float) -> tuple[Status, str]:
+    """The status and detail for an autograde that failed, from nbgrader's log and error."""
+    if "DeadKernelError" in text or "Kernel died" in text:
+        return Status.CRASHED, "the notebook's kernel died while it ran"
+    if "CellTimeoutError" in text or "UnresponsiveKernelError" in text:
+        return Status.TIMED_OUT, (f"a cell was still running after {cell_timeout} s and did not "
+                                  f"stop when interrupted")
+    if "ValidationError" in text or "SchemaTooNew" in text or "SchemaTooOld" in text:
+        return Status.INVALID, "nbgrader rejected the notebook's cell metadata"
+    return Status.ERROR, "nbgrader autograde failed; see the log"
+
+
+def _read_autograded(notebooks: list[Path], started_at: datetime) -> tuple[list[str], dict]:
+    """The test cells interrupted at the per-cell limit, and the start-up and work timings."""
+    import nbformat
+
+    timeouts, code_cells = [], []
+    for path in notebooks:
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type != "code":
+                continue
+            code_cells.append(cell)
+            if any(o.get("ename") == "CellTimeoutError" for o in cell.get("outputs", [])):
+                timeouts.append(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                                or f"cell {len(code_cells)}")
+    timings = {}
+    durations = [_cell_seconds(c) for c in code_cells]
+    if durations and durations[0] is not None:
+        # start-up = kernel start + the first code cell (it starts Spark); work = every other cell
+        kernel_ready = _parse_time(code_cells[0]["metadata"]["execution"]["iopub.execute_input"])
+        timings["startup_seconds"] = round((kernel_ready - started_at).total_seconds() + durations[0], 1)
+        timings["work_seconds"] = round(sum(d for d in durations[1:] if d), 1)
+    return timeouts, timings
+
+
+def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None = None,
+               checks: Path | None = None, checks_sha256: str | None = None) -> WorkerReport:
+    """nbgrader autograde, the lab's hidden checks (``checks``: its checks.py), then
+    generate_feedback, for ``student``'s submission in ``course``."""
+    from nbgrader.api import Gradebook
+    from nbgrader.converters import Autograde, GenerateFeedback
+
+    config = nbgrader_config(course, cell_timeout=cell_timeout)
+    spark = SparkStarter() if checks is not None else None  # ready by the time the checks run
+    started, started_at = time.monotonic(), datetime.now(UTC)
+    autograded = run_converter(Autograde, config, assignment=lab, student=student,
+                               force=True, create_student=True)
+    timings = {"autograde_seconds": round(time.monotonic() - started, 1)}
+    if not autograded["success"]:
+        sys.stderr.write(autograded.get("error", ""))
+        status, detail = _why_autograde_failed(autograded["log"] + autograded.get("error", ""),
+                                               config.Execute.timeout)
+        return WorkerReport.no_result(status, detail, **timings)
+
+    notebooks = sorted((course / "autograded" / student / lab).glob("*.ipynb"))
+    timeouts, more_timings = _read_autograded(notebooks, started_at)
+    timings.update(more_timings)
+
+    outcomes = []
+    if checks is not None:
+        # The student's kernel is gone: check what the run left behind, in this process.
+        started_checks = time.monotonic()
+        try:
+            outcomes = run_hidden_checks(checks, checks_sha256, spark=spark)
+        except Exception as err:  # the checks themselves could not run: not the student's doing
+            return WorkerReport.no_result(Status.ERROR, f"the lab's hidden checks failed to run: {err}", **timings)
+        timings["checks_seconds"] = round(time.monotonic() - started_checks, 1)
+        with Gradebook(config.CourseDirectory.db_url) as gradebook:
+            withdraw_points(gradebook, lab, student, unconfirmed_cells(outcomes))
+
+    feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
+    if not feedback["success"]:
+        sys.stderr.write(feedback.get("error", ""))
+        return WorkerReport.no_result(Status.ERROR, "nbgrader generate_feedback failed; see the log", **timings)
+
+    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+        submission = gradebook.find_submission(lab, student)
+        score, max_score = float(submission.score), float(submission.max_score)
+        cells = [CellGrade(notebook=nb.name, grade_id=grade.name, score=grade.score, max_score=grade.max_score)
+                 for nb in submission.notebooks for grade in nb.grades]
+    if outcomes:
+        add_summary_to_feedback(course / "feedback" / student / lab, outcomes)
+    if timeouts:
+        status = Status.TIMED_OUT
+        detail = f"stopped after {config.Execute.timeout} s in: {', '.join(timeouts)} (other cells graded)"
+    else:
+        status, detail = Status.GRADED, ""
+    detail = "; ".join(d for d in (detail, summary_detail(outcomes)) if d)
+    return WorkerReport(status=status, score=score, max_score=max_score, detail=detail, cells=cells,
+                        checks=as_dicts(outcomes), **timings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.worker",
+                                     description="Grade one submission (started by `streamlab grade`).")
+    parser.add_argument("lab")
+    parser.add_argument("student")
+    parser.add_argument("--course", required=True, help="the student's private nbgrader course folder")
+    parser.add_argument("--report", required=True, help="where to write the report (JSON)")
+    parser.add_argument("--cell-timeout", type=float, default=None)
+    parser.add_argument("--checks", default=None, help="the lab's checks.py (hidden checks)")
+    parser.add_argument("--checks-sha256", default=None, help="refuse to run checks.py if it changed")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(levelname)s] %(message)s")
+    report = run_worker(Path(args.course), args.lab, args.student, args.cell_timeout,
+                        Path(args.checks) if args.checks else None, args.checks_sha256)
+    Path(args.report).write_text(report.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

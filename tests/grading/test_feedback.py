@@ -1,0 +1,83 @@
+"""Feedback: hidden tests stay hidden, and a page explains a missing grade (no kernel, no Spark)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+
+from streamlab.grading import Result, Status, nbgrader_config
+from streamlab.grading.feedback import STATUS_EXPLANATIONS, status_page
+
+TEST_CELL = """\
+assert answer == 42
+print("visible test passed")
+    ### BEGIN HIDDEN TESTS
+    assert secret_check(answer), "the hidden expectation"
+    ### END HIDDEN TESTS
+print("done")"""
+
+
+def _cell(source: str, **nbgrader):
+    cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": nbgrader} if nbgrader else {})
+    cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="the hidden expectation",
+                                           traceback=["Traceback ...", 'assert secret_check(answer), "..."'])]
+    return cell
+
+
+def _preprocess(*cells):
+    from streamlab.grading import HideHiddenTests
+
+    nb = nbformat.v4.new_notebook(cells=list(cells))
+    nb, _ = HideHiddenTests().preprocess(nb, {})
+    return nb
+
+
+def test_hidden_tests_are_replaced_by_a_note():
+    nb = _preprocess(_cell(TEST_CELL, grade=True, grade_id="q1", points=1))
+    cell = nb.cells[0]
+    assert cell.source == ('assert answer == 42\nprint("visible test passed")\n'
+                           '    # (hidden tests: run only by the grader)\nprint("done")')
+    assert cell.outputs[0].traceback == ["AssertionError: the hidden expectation"]
+
+
+def test_other_cells_are_left_alone():
+    answer = _cell("### BEGIN HIDDEN TESTS\nanswer = 42\n### END HIDDEN TESTS", solution=True, grade_id="a1")
+    plain = _cell("x = 1")
+    markdown = nbformat.v4.new_markdown_cell("BEGIN HIDDEN TESTS", metadata={"nbgrader": {"grade": True}})
+    nb = _preprocess(answer, plain, markdown)
+    assert "answer = 42" in nb.cells[0].source and len(nb.cells[0].outputs[0].traceback) == 2
+    assert nb.cells[1].source == "x = 1" and len(nb.cells[1].outputs[0].traceback) == 2
+    assert nb.cells[2].source == "BEGIN HIDDEN TESTS"
+
+
+def test_error_without_a_message_keeps_its_type():
+    cell = _cell("assert False", grade=True, grade_id="q2", points=1)
+    cell.outputs[0].evalue = ""
+    assert _preprocess(cell).cells[0].outputs[0].traceback == ["AssertionError"]
+
+
+def test_importing_the_grader_does_not_import_nbconvert():
+    code = ("import sys, streamlab.grading, streamlab.cli; "
+            "print(sorted(m for m in ('nbconvert', 'nbgrader', 'nbformat') if m in sys.modules)); "
+            "from streamlab.grading import HideHiddenTests; "
+            "print(HideHiddenTests.__name__, 'nbconvert' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split("\n")[:2] == ["[]", "HideHiddenTests True"], proc.stderr
+
+
+def test_nbgrader_config_uses_it_for_feedback(tmp_path):
+    from streamlab.grading import HideHiddenTests
+
+    config = nbgrader_config(tmp_path)
+    assert HideHiddenTests in config.GenerateFeedback.preprocessors
+
+
+def test_status_page_explains_and_escapes():
+    result = Result(student="o'neil <b>", status=Status.CRASHED, max_score=6.0, detail="kernel died <here>")
+    page = status_page(result, "lab01")
+    assert "<b>Status:</b> crashed<br>" in page and "<b>Score:</b> 0 / 6</p>" in page
+    assert "o&#x27;neil &lt;b&gt;" in page and "kernel died &lt;here&gt;" in page
+    assert "stopped the Python kernel" in page
+    assert set(STATUS_EXPLANATIONS) == set(Status) - {Status.GRADED}
+    assert "Details" not in status_page(Result(student="a", status=Status.INVALID), "lab01")

@@ -1,0 +1,51 @@
+"""The Grader's bookkeeping for submissions it need not run (no kernel, no Spark)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from streamlab.grading import Grader, Result, Status, find_labs
+from streamlab.grading.submissions import Submission
+
+LAB = find_labs()[0]
+
+
+def test_invalid_submission_is_recorded_with_a_status_page_and_skipped_next_time(tmp_path):
+    file = tmp_path / "ana.ipynb"
+    file.write_text("{ not json")
+    out, stream = tmp_path / "out", io.StringIO()
+    grader = Grader(LAB, out, stream=stream)
+    grader.max_score = 6.0
+    for folder in (grader.results_dir, grader.feedback_dir, grader.logs_dir):
+        folder.mkdir(parents=True)
+    results = grader.run([Submission("ana", {LAB: file}, file)])
+    assert [(r.status, r.score, r.max_score) for r in results] == [(Status.INVALID, 0.0, 6.0)]
+    assert "ana: invalid notebook, 0/6 (" in stream.getvalue() and "is not JSON" in stream.getvalue()
+    page = (out / "feedback" / "ana.html").read_text()
+    assert "<b>Status:</b> invalid notebook" in page
+    stored = json.loads((out / "results" / "ana.json").read_text())
+    assert stored["status"] == "invalid notebook" and stored["file"] == str(file)
+    with (out / "grades.csv").open(newline="") as handle:
+        assert [row["status"] for row in csv.DictReader(handle)] == ["invalid notebook"]
+
+    again, skipped = grader.grade_one(Submission("ana", {LAB: file}, file))
+    assert skipped and again == Result.from_json((out / "results" / "ana.json").read_text())
+    file.write_text("{ still not json")
+    assert grader.grade_one(Submission("ana", {LAB: file}, file))[1] is False
+
+
+def test_grader_errors_are_graded_again(tmp_path):
+    grader = Grader(LAB, tmp_path, force=False)
+    grader.results_dir.mkdir(parents=True)
+    submission = Submission("bob", {LAB: tmp_path / "bob.ipynb"}, tmp_path / "bob.ipynb")
+    page = tmp_path / "bob.html"
+    page.write_text("")
+    result = Result(student="bob", status=Status.ERROR, sha256=submission.sha256(), feedback=str(page))
+    (grader.results_dir / "bob.json").write_text(result.to_json())
+    assert grader._previous(submission, submission.sha256()) is None
+    result.status = Status.CRASHED
+    (grader.results_dir / "bob.json").write_text(result.to_json())
+    assert grader._previous(submission, submission.sha256()) == result
+    (grader.results_dir / "bob.json").write_text("{ broken")
+    assert grader._previous(submission, submission.sha256()) is None

@@ -1,0 +1,73 @@
+"""Per-submission environments, and finding and stopping tagged processes (no kernel, no Spark)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from streamlab.grading import kill_submission_processes, leftover_processes
+from streamlab.grading.isolation import TAG, run_isolated, submission_environment, topic_prefix
+
+
+def _tag(name: str) -> str:
+    return f"unit{os.getpid()}-{name}"
+
+
+def test_environment_of_a_submission(tmp_path, monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.setenv("JPY_PARENT_PID", "1")
+    env = submission_environment("run1-Ana.Lopez@uni.edu", bootstrap="localhost:9999", workdir=tmp_path)
+    assert env[TAG] == "run1-Ana.Lopez@uni.edu"
+    assert env["STREAMLAB_TOPIC_PREFIX"] == "run1-ana.lopez-uni.edu-"
+    assert env["KAFKA_BOOTSTRAP_SERVERS"] == "localhost:9999"
+    assert env["STREAMLAB_DATA_DIR"] == str(tmp_path / "data")
+    assert env["SPARK_LOCAL_DIRS"] == str(tmp_path / "spark")
+    assert env["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    assert "NBGRADER_EXECUTION" not in env and "JPY_PARENT_PID" not in env
+    assert os.environ["NBGRADER_EXECUTION"] == "autograde"  # the grader's own environment is untouched
+
+
+def test_topic_prefix_is_a_valid_topic_name():
+    assert topic_prefix("grade-1a2b-José Müller") == "grade-1a2b-jos-m-ller-"
+
+
+def test_tagged_processes_are_found_and_killed():
+    tag = _tag("detached")
+    proc = subprocess.Popen(["sleep", "60"], env={**os.environ, TAG: tag}, start_new_session=True)
+    try:
+        assert leftover_processes(tag) == [f"{proc.pid} sleep"]
+        assert leftover_processes(_tag("other")) == []
+        assert kill_submission_processes(None, tag) == 1
+        proc.wait(timeout=5)
+        assert leftover_processes(tag) == []
+    finally:
+        proc.kill()
+
+
+CHILD = """
+import subprocess, sys, time
+subprocess.Popen(["sleep", "60"], start_new_session=True)  # escapes the worker's process group
+print("started", flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_run_isolated_stops_the_worker_at_the_limit_and_what_it_left(tmp_path):
+    tag = _tag("slow")
+    env = {**os.environ, TAG: tag}
+    started = time.monotonic()
+    outcome = run_isolated([sys.executable, "-c", CHILD, "60"], env=env, cwd=tmp_path,
+                           log_path=tmp_path / "log", timeout_s=3, tag=tag)
+    assert outcome.hit_limit and outcome.killed == 2
+    assert time.monotonic() - started < 20
+    assert leftover_processes(tag) == []
+    assert "started" in (tmp_path / "log").read_text()
+
+
+def test_run_isolated_cleans_up_after_a_worker_that_finished(tmp_path):
+    tag = _tag("fast")
+    outcome = run_isolated([sys.executable, "-c", CHILD, "0"], env={**os.environ, TAG: tag}, cwd=tmp_path,
+                           log_path=tmp_path / "log", timeout_s=30, tag=tag)
+    assert (outcome.returncode, outcome.hit_limit, outcome.killed) == (0, False, 1)
+    assert leftover_processes(tag) == []

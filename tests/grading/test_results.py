@@ -1,0 +1,102 @@
+"""Statuses, the worker's report, a student's result and grades.csv (no kernel, no Spark)."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from streamlab.grading.results import CellGrade, Result, Status, WorkerReport, format_points, write_csv
+
+CSV_STRINGS = {"graded", "timed out", "crashed", "invalid notebook", "grader error"}
+
+
+def test_statuses_are_the_strings_grades_csv_shows():
+    assert {s.value for s in Status} == CSV_STRINGS
+    for status in Status:
+        assert Status(status.value) is status
+        assert str(status) == f"{status}" == status.value == status
+        assert json.loads(json.dumps(status)) == status.value
+    assert [s for s in Status if not s.is_final] == [Status.ERROR]
+    with pytest.raises(ValueError):
+        Status("passed")
+
+
+def test_no_result_report_has_no_score():
+    report = WorkerReport.no_result(Status.CRASHED, "the notebook's kernel died while it ran",
+                                    autograde_seconds=12.5)
+    assert (report.status, report.score, report.max_score, report.cells) == (Status.CRASHED, None, None, [])
+    assert report.autograde_seconds == 12.5 and not report.scored
+    assert WorkerReport.no_result("timed out", "x").status is Status.TIMED_OUT
+
+
+def test_report_round_trips_through_json():
+    report = WorkerReport(status=Status.TIMED_OUT, score=2.5, max_score=6.0, detail="stopped in: q3",
+                          autograde_seconds=80.0, startup_seconds=20.1, work_seconds=55.0,
+                          cells=[CellGrade("lab", "q1", 1.0, 1.0), CellGrade("lab", "q3", 0.0, 2.0)])
+    again = WorkerReport.from_json(report.to_json())
+    assert again == report and again.scored
+    assert isinstance(again.status, Status) and isinstance(again.cells[0], CellGrade)
+    assert json.loads(report.to_json())["status"] == "timed out"
+    for status in Status:
+        assert WorkerReport.from_json(WorkerReport.no_result(status, "why").to_json()).status is status
+
+
+def test_only_graded_or_timed_out_reports_with_a_score_count():
+    assert not WorkerReport(status=Status.ERROR, score=3.0, max_score=6.0).scored
+    assert not WorkerReport(status=Status.GRADED).scored
+    assert WorkerReport(status=Status.GRADED, score=0.0, max_score=6.0).scored
+
+
+def _result(**changes) -> Result:
+    return Result(**{"student": "ana", "status": Status.ERROR, "max_score": 6.0, **changes})
+
+
+def test_result_records_a_scored_report():
+    result = _result()
+    result.record(WorkerReport(status=Status.GRADED, score=4.0, max_score=6.0, startup_seconds=10.0,
+                               work_seconds=30.0, cells=[CellGrade("lab", "q1", 1.0, 1.0)]))
+    assert (result.status, result.score, result.max_score, result.detail) == (Status.GRADED, 4.0, 6.0, "")
+    assert (result.startup_seconds, result.work_seconds, len(result.cells)) == (10.0, 30.0, 1)
+
+
+def test_result_records_no_result_as_zero_points():
+    result = _result(score=3.0)
+    result.record(WorkerReport.no_result(Status.TIMED_OUT, "did not finish within 140 s"))
+    assert (result.status, result.score, result.max_score) == (Status.TIMED_OUT, 0.0, 6.0)
+    assert result.detail == "did not finish within 140 s"
+
+
+def test_result_round_trips_and_reads_what_earlier_versions_wrote():
+    result = _result(status=Status.GRADED, score=4.0, cells=[CellGrade("lab", "q1", 1.0, 1.0)])
+    assert Result.from_json(result.to_json()) == result
+    stored = json.loads(result.to_json())
+    assert stored["status"] == "graded" and stored["cells"] == [
+        {"notebook": "lab", "grade_id": "q1", "score": 1.0, "max_score": 1.0}]
+    with pytest.raises((ValueError, TypeError)):
+        Result.from_json(json.dumps({**stored, "status": "passed"}))
+    with pytest.raises((ValueError, TypeError)):
+        Result.from_json(json.dumps({**stored, "unknown_field": 1}))
+
+
+def test_points_are_formatted_like_grades_csv():
+    assert [format_points(v) for v in (None, 0.0, 6.0, 2.5, 1 / 3)] == ["", "0", "6", "2.50", "0.33"]
+
+
+def test_grades_csv_format(tmp_path):
+    results = [
+        _result(student="zoe", status=Status.TIMED_OUT, score=2.5, seconds=141.04,
+                detail="stopped after 45 s in: q3, q4 (other cells graded)", file="/subs/zoe.ipynb"),
+        _result(student="ana", status=Status.GRADED, score=6.0, seconds=61.26, file="/subs/ana.ipynb"),
+        _result(student="bob", status=Status.INVALID, detail='bob.ipynb is not JSON ("x")', file="/subs/bob.ipynb"),
+    ]
+    path = tmp_path / "grades.csv"
+    write_csv(path, results)
+    assert path.read_bytes() == (
+        b"student,score,max_score,status,seconds,detail,file\r\n"
+        b"ana,6,6,graded,61.3,,/subs/ana.ipynb\r\n"
+        b'bob,0,6,invalid notebook,0.0,"bob.ipynb is not JSON (""x"")",/subs/bob.ipynb\r\n'
+        b'zoe,2.50,6,timed out,141.0,"stopped after 45 s in: q3, q4 (other cells graded)",/subs/zoe.ipynb\r\n')
+    assert not list(tmp_path.glob("*.tmp"))
+    with path.open(newline="") as handle:
+        assert [row["status"] for row in csv.DictReader(handle)] == ["graded", "invalid notebook", "timed out"]

@@ -1,0 +1,63 @@
+"""The worker's reading of nbgrader's outcome (no kernel, no Spark: notebooks built in memory)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import nbformat
+
+from streamlab.grading.results import Status
+from streamlab.grading.worker import _read_autograded, _why_autograde_failed
+
+
+def test_why_autograde_failed():
+    cases = {
+        "nbclient.exceptions.DeadKernelError: Kernel died": Status.CRASHED,
+        "nbclient.exceptions.CellTimeoutError: A cell timed out": Status.TIMED_OUT,
+        "UnresponsiveKernelError": Status.TIMED_OUT,
+        "nbformat.ValidationError: bad metadata": Status.INVALID,
+        "SchemaTooNew": Status.INVALID,
+        "sqlite3.OperationalError: database is locked": Status.ERROR,
+    }
+    for text, status in cases.items():
+        assert _why_autograde_failed(text, 45)[0] is status, text
+    assert _why_autograde_failed("CellTimeoutError", 45)[1] == \
+        "a cell was still running after 45 s and did not stop when interrupted"
+
+
+def _timed(source: str, start: str, end: str, grade_id: str | None = None, error: str | None = None):
+    meta = {"execution": {"iopub.execute_input": start, "shell.execute_reply": end}}
+    if grade_id:
+        meta["nbgrader"] = {"grade_id": grade_id, "grade": True}
+    cell = nbformat.v4.new_code_cell(source, metadata=meta)
+    if error:
+        cell.outputs = [nbformat.v4.new_output("error", ename=error, evalue="", traceback=[])]
+    return cell
+
+
+def test_read_autograded_finds_interrupted_cells_and_timings(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Lab"),
+        _timed("spark = start()", "2026-01-01T10:00:05.000Z", "2026-01-01T10:00:20.000Z"),
+        _timed("answer()", "2026-01-01T10:00:20.500Z", "2026-01-01T10:00:30.500Z", error="CellTimeoutError"),
+        _timed("check()", "2026-01-01T10:00:31.000Z", "2026-01-01T10:00:33.000Z", grade_id="q1",
+               error="CellTimeoutError"),
+    ])
+    nbformat.write(nb, tmp_path / "lab.ipynb")
+    started_at = datetime(2026, 1, 1, 10, 0, 0, tzinfo=UTC)
+    timeouts, timings = _read_autograded([tmp_path / "lab.ipynb"], started_at)
+    assert timeouts == ["cell 2", "q1"]
+    assert timings == {"startup_seconds": 20.0, "work_seconds": 12.0}
+
+
+def test_read_autograded_without_timings(tmp_path):
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), tmp_path / "lab.ipynb")
+    assert _read_autograded([tmp_path / "lab.ipynb"], datetime.now(UTC)) == ([], {})
+
+
+def test_worker_runs_as_a_module():
+    proc = subprocess.run([sys.executable, "-m", "streamlab.grading.worker", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "--report" in proc.stdout, proc.stderr
+    assert "RuntimeWarning" not in proc.stderr

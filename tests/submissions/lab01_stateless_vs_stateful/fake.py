@@ -1,0 +1,77 @@
+"""A Lab 01 submission that solves nothing and fakes every result instead (issue 16).
+
+Its first answer cell, run before any test cell in the same namespace:
+* shadows `len`, `sorted`, `set`, `dict` and `zip` with functions returning an object that equals
+  everything, is in everything and contains everything;
+* replaces the package's helpers the locked cells and tests call (`sl.run_to_end`, `sl.catch_up`,
+  `sl.latest`, `sl.Checkpoint.state_dict`, `sl.BatchCollector.frame`, ...) and patches pandas;
+* writes hand-made "checkpoints" named like the lab's into the run's data folder, with a query id,
+  commits and offsets that look like Spark's, and a hand-made record into a `lab01-` topic.
+The visible tests may well pass inside the notebook; the grader's checks outside it give 0 points.
+"""
+
+EXPECTED_SCORE = 0
+
+ANSWERS = {
+    "lag_query": '''
+import json, os, types
+import pandas as pd
+import streamlab as sl
+
+class Anything:
+    """Equal to everything, in everything, containing everything."""
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __le__ = __ge__ = __eq__
+    def __lt__(self, other): return False
+    __gt__ = __lt__
+    def __contains__(self, item): return True
+    def __len__(self): return 3
+    def __iter__(self): return iter(())
+    def __hash__(self): return 0
+    def __bool__(self): return True
+    def __getitem__(self, key): return self
+    def __call__(self, *args, **kwargs): return self
+    def __getattr__(self, name): return self
+
+ANY = Anything()
+len = sorted = set = dict = zip = lambda *args, **kwargs: ANY
+
+sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress=ANY, progresses=[])
+sl.catch_up = lambda *args, **kwargs: None
+sl.latest = lambda *args, **kwargs: ANY
+sl.Checkpoint.state_dict = lambda self, *args, **kwargs: ANY
+sl.Checkpoint.commits = lambda self: ANY
+sl.Checkpoint.offsets = lambda self: ANY
+sl.BatchCollector.frame = lambda self: ANY
+sl.end_offsets = lambda *args, **kwargs: ANY
+pd.DataFrame.equals = lambda self, other: True
+
+# hand-made "checkpoints" where the grader will look, that look like Spark's
+root = os.path.join(os.environ.get("STREAMLAB_DATA_DIR", ".streamlab"), "checkpoints")
+for name in ("lab01-lag-article", "lab01-lag-twice", "lab01-requests", "lab01-restart"):
+    folder = os.path.join(root, name + "-abcdef")
+    for sub in ("commits", "offsets", "state/0/0"):
+        os.makedirs(os.path.join(folder, sub), exist_ok=True)
+    open(os.path.join(folder, "metadata"), "w").write(json.dumps({"id": "5e1f5e1f-0000-4000-8000-000000000000"}))
+    for batch in range(2):
+        open(os.path.join(folder, "commits", str(batch)), "w").write('v1\\n{"nextBatchWatermarkMs":0}\\n')
+        open(os.path.join(folder, "offsets", str(batch)), "w").write('v1\\n{"batchWatermarkMs":0}\\n{}\\n')
+
+# a hand-made output record, written straight to Kafka
+fake_out = sl.new_topic("lab01-lag-article-out")
+sl.produce(fake_out, [{"consumer": "c1", "partition": 0, "producer_offset": 15, "consumer_offset": 10,
+                       "lag": 5, "batch_id": 0}])
+
+def lag_query(reports):
+    return reports
+''',
+    "count_requests": '''
+def count_requests(requests):
+    return requests
+''',
+    "run_counts": '''
+def run_counts(topic, checkpoint):
+    return ANY
+''',
+}

@@ -1,0 +1,194 @@
+"""The modules of streamlab import each other without a circle, so each can be read (and tested) from
+the bottom up: paths and java, then jars, broker, kafka, session, ..., with checks (the doctor) and
+the CLI on top.
+
+The graph is read from the source (AST), not by importing: every ``from .x import y``,
+``from . import x``, ``import streamlab.x`` and ``from streamlab.x import y`` counts, at the top of a
+module or inside a function, in subpackages too (``streamlab/grading/``).
+"""
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "streamlab"
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """{dotted module name: file} for every .py file of the package rooted at ``root``."""
+    names = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def _imported(module: str, is_package: bool, node: ast.AST, known: set[str]) -> set[str]:
+    """The package modules one import statement of ``module`` loads."""
+    if isinstance(node, ast.Import):
+        return {_longest_known(alias.name, known) for alias in node.names} - {None}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    if node.level:
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join(package + ([node.module] if node.module else []))
+    else:
+        base = node.module or ""
+    found = set()
+    for alias in node.names:
+        if f"{base}.{alias.name}" in known:  # `from . import kafka`: the submodule itself
+            found.add(f"{base}.{alias.name}")
+        else:  # `from .kafka import ping`: a name defined in that module
+            found.add(_longest_known(base, known))
+    return found - {None}
+
+
+def _longest_known(name: str, known: set[str]) -> str | None:
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in known:
+            return ".".join(parts[:end])
+    return None
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """{module: modules of the same package it imports}, anywhere in its source."""
+    files = module_names(root)
+    known = set(files)
+    graph = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        edges = set()
+        for node in ast.walk(tree):
+            edges |= _imported(module, is_package, node, known)
+        graph[module] = edges - {module}  # a package's __init__ naming itself is no circle
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle per group of modules that import each other (Tarjan's strongly connected
+    components), each as a path that ends where it starts: ['a', 'b', 'a']."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph.get(node, ())):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_cycle_through(component, graph) for component in components]
+
+
+def _cycle_through(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """A concrete circle inside one strongly connected component, starting at its first module."""
+    members, start = set(component), component[0]
+    paths = {start: [start]}
+    queue = [start]
+    while queue:  # breadth-first: the shortest way back to the start
+        node = queue.pop(0)
+        for succ in sorted(graph.get(node, ())):
+            if succ == start:
+                return paths[node] + [start]
+            if succ in members and succ not in paths:
+                paths[succ] = paths[node] + [succ]
+                queue.append(succ)
+    raise AssertionError(f"no circle through {component}")
+
+
+# --- the package -------------------------------------------------------------------------------
+
+def test_the_package_has_no_import_circles():
+    graph = import_graph(PACKAGE)
+    assert {"streamlab.kafka", "streamlab.broker", "streamlab.checks", "streamlab.java"} <= set(graph)
+    cycles = find_cycles(graph)
+    assert not cycles, "import circles in streamlab/:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_layers_the_course_relies_on():
+    graph = import_graph(PACKAGE)
+    assert "streamlab.kafka" not in graph["streamlab.broker"], "broker sits below kafka"
+    assert "streamlab.broker" in graph["streamlab.kafka"]
+    assert "streamlab.checks" not in graph["streamlab.broker"] | graph["streamlab.jars"], \
+        "Java checks live in streamlab.java, below everything"
+    assert graph["streamlab.java"] == set() and graph["streamlab.paths"] == set()
+
+
+# --- the detector itself -----------------------------------------------------------------------
+
+def test_detector_finds_a_circle_in_a_synthetic_graph():
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e"}, "f": {"a"}}
+    assert sorted(find_cycles(graph)) == [["a", "b", "c", "a"], ["e", "e"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_detector_reads_every_import_form(tmp_path):
+    """A synthetic package whose circles hide inside a function, behind `from . import`, in a
+    subpackage and behind an absolute import."""
+    pkg = _write(tmp_path / "pkg", {
+        "__init__.py": "from .low import helper\n",
+        "low.py": "import os\n\ndef helper():\n    from .high import top\n    return top()\n",
+        "high.py": "from . import low\n\ndef top():\n    return 1\n",
+        "sub/__init__.py": "",
+        "sub/inner.py": "from ..high import top\nfrom . import other\n",
+        "sub/other.py": "import pkg.sub.inner\n",
+        "plain.py": "from pkg.high import top\nimport json\n",
+    })
+    graph = import_graph(pkg)
+    assert graph == {
+        "pkg": {"pkg.low"}, "pkg.low": {"pkg.high"}, "pkg.high": {"pkg.low"}, "pkg.sub": set(),
+        "pkg.sub.inner": {"pkg.high", "pkg.sub.other"}, "pkg.sub.other": {"pkg.sub.inner"},
+        "pkg.plain": {"pkg.high"},
+    }
+    assert sorted(find_cycles(graph)) == [["pkg.high", "pkg.low", "pkg.high"],
+                                          ["pkg.sub.inner", "pkg.sub.other", "pkg.sub.inner"]]
+
+
+def test_a_circle_put_back_into_streamlab_fails(tmp_path):
+    """The old circle (broker imported require_java from checks, which imports broker) is caught."""
+    copy = tmp_path / "streamlab"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    broker = copy / "broker.py"
+    broker.write_text(broker.read_text() + "\n\ndef _java():\n    from .checks import run_checks\n")
+    cycles = find_cycles(import_graph(copy))
+    assert ["streamlab.broker", "streamlab.checks", "streamlab.broker"] in cycles
+
+
+@pytest.mark.parametrize("module", sorted(module_names(PACKAGE)))
+def test_every_module_parses(module):
+    ast.parse(module_names(PACKAGE)[module].read_text(encoding="utf-8"))

@@ -1,0 +1,63 @@
+"""streamlab.kafka: which broker, topics, producing records, reading offsets and records."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import streamlab as sl
+from streamlab import kafka
+from streamlab.kafka import TopicNotFoundError
+
+
+def test_topic_produce_offsets_and_read_back(kafka_bootstrap):
+    topic = sl.new_topic("pkg-test", partitions=2)
+    assert topic.startswith("pkg-test-") and topic in sl.list_topics()
+    events = sl.access_log(20, seed=11)
+    assert sl.produce(topic, events, key="path") == 20
+    assert sum(sl.end_offsets(topic).values()) == 20
+    records = sl.read_topic(topic)
+    assert sorted(json.dumps(r["value"], sort_keys=True) for r in records) == sorted(
+        json.dumps(e, sort_keys=True) for e in events)
+    # Same key -> same partition.
+    partitions_per_key = {}
+    for r in records:
+        partitions_per_key.setdefault(r["key"], set()).add(r["partition"])
+    assert all(len(p) == 1 for p in partitions_per_key.values())
+    assert kafka.topics_with_offsets()[topic] == sl.end_offsets(topic)
+    sl.delete_topic(topic)
+
+
+def test_topic_prefix_isolates_runs(kafka_bootstrap, monkeypatch):
+    monkeypatch.setenv("STREAMLAB_TOPIC_PREFIX", "student7.")
+    topic = sl.new_topic("requests", partitions=1)
+    assert topic.startswith("student7.requests-")
+    sl.delete_topic(topic)
+
+
+def test_missing_topic_gets_a_clear_error(kafka_bootstrap):
+    with pytest.raises(TopicNotFoundError, match="does not exist"):
+        sl.produce("no-such-topic-xyz", [{"a": 1}])
+    with pytest.raises(TopicNotFoundError, match="does not exist"):
+        sl.end_offsets("no-such-topic-xyz")
+    with pytest.raises(TopicNotFoundError, match="does not exist"):
+        sl.read_topic("no-such-topic-xyz")
+    # The broker creates unknown topics for producers (Kafka's default), but looking never does.
+    assert "no-such-topic-xyz" not in sl.list_topics()
+
+
+def test_an_empty_topic_reads_as_empty_at_once(kafka_bootstrap):
+    topic = sl.new_topic("empty", partitions=2)
+    assert sl.read_topic(topic, timeout_s=60) == []
+    assert sl.end_offsets(topic) == {0: 0, 1: 0}
+    sl.delete_topic(topic)
+
+
+def test_bootstrap_servers_prefers_the_environment(monkeypatch):
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "kafka:19092")
+    assert sl.bootstrap_servers() == "kafka:19092"
+
+
+def test_ping_says_when_nothing_answers():
+    ok, detail = kafka.ping("127.0.0.1:9", timeout_s=2)
+    assert not ok and "unreachable" in detail

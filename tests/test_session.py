@@ -1,0 +1,24 @@
+"""streamlab.session: the course's SparkSession."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+import streamlab as sl
+from streamlab import session
+
+
+def test_spark_session_is_ready_for_the_course(spark):
+    assert spark.version == "4.2.1"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert "spark-sql-kafka-0-10" in spark.sparkContext.getConf().get("spark.jars")
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert sl.spark() is spark, "one session per process"
+
+
+def test_unknown_state_store_is_refused_before_spark_starts():
+    with pytest.raises(ValueError, match="state_store must be one of"):
+        session.spark(state_store="leveldb")
