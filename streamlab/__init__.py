@@ -13,6 +13,19 @@
 """
 from .checkpoint import Checkpoint, new_checkpoint
 from .checks import run_checks
+from .event_time import (
+    arrival_topic,
+    batched_stream,
+    dropped_as_late,
+    emissions,
+    events_table,
+    final_result,
+    plot_arrivals,
+    plot_watermark,
+    plot_windows,
+    watermark_table,
+    window_columns,
+)
 from .events import (
     ACCESS_LOG_SCHEMA,
     OFFSET_REPORT_SCHEMA,
@@ -25,19 +38,62 @@ from .events import (
     timed_events,
 )
 from .kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
+from .keyed_state import (
+    CLICK_SCHEMA,
+    READING_SCHEMA,
+    clicks,
+    plot_state_rows,
+    sensor_readings,
+    state_rows_per_batch,
+    state_variable,
+    state_variables,
+    timers,
+)
+from .offsets import (
+    add_partitions,
+    checkpoint_lag,
+    checkpoint_offsets,
+    consumer_groups,
+    data_loss_message,
+    delete_records,
+    earliest_offsets,
+    offset_ranges,
+    offsets_at,
+    offsets_json,
+    produce_with_event_time,
+    timestamps_json,
+    to_millis,
+)
 from .runs import WAIT_S, Run, catch_up, latest, progress_table, run_to_end
+from .savepoints import (
+    PATH_STATS_OUTPUT,
+    SavepointError,
+    changes_table,
+    initial_offsets,
+    plot_version_tree,
+    recorded_conf,
+    savepoint_info,
+    starting_offsets,
+    take_savepoint,
+    try_change,
+    write_to_topic,
+)
 from .session import spark, stop_all_queries
 from .streams import BatchCollector, kafka_stream, kafka_table
 
 __all__ = [
-    "spark", "stop_all_queries",
-    "bootstrap_servers", "new_topic", "delete_topic", "list_topics", "produce", "end_offsets", "read_topic",
-    "kafka_stream", "kafka_table", "BatchCollector",
-    "run_to_end", "catch_up", "latest", "progress_table", "Run", "WAIT_S",
-    "new_checkpoint", "Checkpoint",
-    "access_log", "article_requests", "offset_reports", "article_offset_reports", "timed_events",
-    "ACCESS_LOG_SCHEMA", "OFFSET_REPORT_SCHEMA", "TIMED_EVENT_SCHEMA", "START",
-    "doctor",
+    "spark", "stop_all_queries", "bootstrap_servers", "new_topic", "delete_topic", "list_topics", "produce",
+    "end_offsets", "read_topic", "kafka_stream", "kafka_table", "BatchCollector", "run_to_end", "catch_up",
+    "latest", "progress_table", "Run", "WAIT_S", "new_checkpoint", "Checkpoint", "access_log", "article_requests",
+    "offset_reports", "article_offset_reports", "timed_events", "ACCESS_LOG_SCHEMA", "OFFSET_REPORT_SCHEMA",
+    "TIMED_EVENT_SCHEMA", "START", "earliest_offsets", "offsets_at", "offsets_json", "timestamps_json", "to_millis",
+    "offset_ranges", "checkpoint_offsets", "checkpoint_lag", "delete_records", "add_partitions",
+    "produce_with_event_time", "consumer_groups", "data_loss_message", "doctor", "arrival_topic", "batched_stream",
+    "events_table", "watermark_table", "window_columns", "dropped_as_late", "final_result", "emissions",
+    "plot_watermark", "plot_windows", "plot_arrivals", "clicks", "sensor_readings", "CLICK_SCHEMA",
+    "READING_SCHEMA", "state_variable", "state_variables", "timers", "state_rows_per_batch", "plot_state_rows",
+    "take_savepoint", "savepoint_info", "starting_offsets", "recorded_conf", "try_change", "changes_table",
+    "plot_version_tree", "SavepointError", "PATH_STATS_OUTPUT", "write_to_topic", "initial_offsets",
 ]
 
 

@@ -122,21 +122,31 @@ class Checkpoint:
         key). Nested key and value structs are flattened: ``key.path`` becomes ``path``; a value
         field that clashes with a key field is called ``value_<name>``.
         """
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
         frame = self.state(spark, **options)
-        columns = []
-        key_fields = _struct_fields(frame, "key")
-        for name in key_fields:
-            columns.append(f"key.`{name}` AS `{name}`")
-        for struct in [c for c in frame.columns if c not in ("key", "partition_id")]:
-            fields = _struct_fields(frame, struct)
-            if fields is None:
-                columns.append(f"`{struct}`")
+        columns, taken = [], set()
+        for struct in [c for c in frame.columns if c != "partition_id"]:
+            data_type = frame.schema[struct].dataType
+            if not isinstance(data_type, StructType):
+                columns.append(F.col(struct))
+                taken.add(struct)
                 continue
-            for name in fields:
-                alias = name if name not in key_fields else f"value_{name}"
-                columns.append(f"`{struct}`.`{name}` AS `{alias}`")
-        columns.append("partition_id")
-        return frame.selectExpr(*columns).toPandas()
+            # Spark's aggregation buffers can repeat a field name (two `count`s): name each field
+            # uniquely and read it by position, through a cast of the whole struct.
+            names = []
+            for field in data_type.fields:
+                name = field.name if struct == "key" or field.name not in taken else f"value_{field.name}"
+                while name in taken or name in names:
+                    name = f"{name}_{len(names)}"
+                names.append(name)
+            renamed = StructType([f.__class__(n, f.dataType, f.nullable) for f, n in zip(data_type.fields, names)])
+            unique = F.col(struct).cast(renamed)
+            columns += [unique.getField(n).alias(n) for n in names]
+            taken.update(names)
+        columns.append(F.col("partition_id"))
+        return frame.select(*columns).toPandas()
 
     def state_dict(self, spark=None, **options) -> dict:
         """{key: value} read from the state store (options as for ``state()``).

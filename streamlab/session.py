@@ -25,25 +25,32 @@ STATE_STORES = {
 SHUFFLE_PARTITIONS = 2
 
 
-def spark(state_store: str = "hdfs", *, app_name: str = "streamlab", **conf):
+def spark(state_store: str | None = None, *, app_name: str = "streamlab", **conf):
     """Return the course's SparkSession, creating it on first use.
 
     ``state_store``: "hdfs" (Spark's default: state in JVM memory, snapshots as files) or
-    "rocksdb" (state in RocksDB on local disk). It applies to queries started afterwards; a query
-    restarted from a checkpoint keeps the provider the checkpoint was created with.
-    Other Spark settings go in ``conf``: ``spark(**{"spark.sql.shuffle.partitions": "4"})``.
+    "rocksdb" (state in RocksDB on local disk; ``transformWithState`` needs it). It applies to
+    queries started afterwards; a query restarted from a checkpoint keeps the provider the
+    checkpoint was created with. Other Spark settings go in ``conf``:
+    ``spark(**{"spark.sql.shuffle.partitions": "4"})``.
+
+    On a session that is already running, only what you pass is changed: ``sl.spark()`` (which
+    helpers such as ``sl.kafka_stream`` call) never undoes an earlier ``sl.spark("rocksdb")``.
     """
-    if state_store not in STATE_STORES:
+    if state_store is not None and state_store not in STATE_STORES:
         raise ValueError(f"state_store must be one of {sorted(STATE_STORES)}, not {state_store!r}")
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    requested = {k: str(v) for k, v in conf.items()}
+    if state_store is not None:
+        requested["spark.sql.streaming.stateStore.providerClass"] = STATE_STORES[state_store]
     settings = {
         "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.streaming.stateStore.providerClass": STATE_STORES[state_store],
-        **{k: str(v) for k, v in conf.items()},
+        "spark.sql.streaming.stateStore.providerClass": STATE_STORES["hdfs"],
+        **requested,
     }
     remote = os.environ.get("SPARK_REMOTE")
     active = SparkSession.getActiveSession()
@@ -59,7 +66,7 @@ def spark(state_store: str = "hdfs", *, app_name: str = "streamlab", **conf):
             return builder.getOrCreate()
         with _jvm_output_to(driver_log()):
             return builder.getOrCreate()
-    for key, value in settings.items():
+    for key, value in requested.items():
         if key.startswith("spark.sql."):
             active.conf.set(key, value)
     return active

@@ -22,3 +22,20 @@ def test_spark_session_is_ready_for_the_course(spark):
 def test_unknown_state_store_is_refused_before_spark_starts():
     with pytest.raises(ValueError, match="state_store must be one of"):
         session.spark(state_store="leveldb")
+
+
+def test_a_running_session_keeps_what_was_chosen(spark):
+    """Helpers call sl.spark() with no arguments: that must not undo sl.spark("rocksdb") or a
+    learner's own shuffle partitions (it did, and transformWithState then refused HDFS state)."""
+    import streamlab as sl
+
+    key, partitions = "spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions"
+    try:
+        sl.spark("rocksdb", **{partitions: "3"})
+        sl.spark()
+        assert spark.conf.get(key).endswith("RocksDBStateStoreProvider")
+        assert spark.conf.get(partitions) == "3"
+        sl.spark("hdfs")
+        assert spark.conf.get(key).endswith("HDFSBackedStateStoreProvider")
+    finally:
+        sl.spark("hdfs", **{partitions: "2"})

@@ -1,0 +1,120 @@
+"""A Lab 02 submission that runs no stateful query at all and forges everything the grader could see.
+
+Its first answer cell computes every answer in plain Python from the seeded inputs the run cells
+define, then replaces ``sl.run_to_end`` with a function that writes a fake checkpoint (a metadata
+file with a query id, offsets entries with Spark's header that reach the end of the input topic,
+commit files) and produces the "right" output rows to the output topic with kafka-python; it also
+replaces ``sl.state_variable`` and ``sl.timers`` with functions returning the expected state. The
+visible tests pass in the notebook; the grader, reading the checkpoints' state with Spark's state
+data source in its own process, must give 0 points.
+"""
+
+EXPECTED_SCORE = 0
+
+ANSWERS = {
+    "dedup": '''
+import json
+import os
+import uuid
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+from kafka import KafkaProducer
+
+
+def _when(ts):
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+def _expected(part):
+    g = globals()
+    if part == "dedup":
+        seen, rows = set(), []
+        for i, c in enumerate(g["dup_clicks"]):
+            if c["event_id"] not in seen:
+                seen.add(c["event_id"])
+                rows.append({"batch_id": i // 25, "event_id": c["event_id"], "user": c["user"],
+                             "page": c["page"], "ts": c["ts"]})
+        state = pd.DataFrame({"event_id": sorted(seen), "seen": True, "partition_id": 0})
+        return rows, state, g["dedup_in"]
+    if part == "pages":
+        counts, rows = Counter(), []
+        events = g["page_clicks"]
+        for b in range(0, len(events), 20):
+            chunk = events[b:b + 20]
+            counts.update((c["user"], c["page"]) for c in chunk)
+            for u, p in sorted({(c["user"], c["page"]) for c in chunk}):
+                rows.append({"batch_id": b // 20, "user": u, "page": p, "visits": counts[(u, p)]})
+        state = pd.DataFrame([{"user": u, "page": p, "visits": n, "partition_id": 0} for (u, p), n in counts.items()])
+        return rows, state, g["pages_in"]
+    events = g["visit_clicks"]
+    last = {}
+    for c in events:
+        last[c["user"]] = max(last.get(c["user"], _when(c["ts"])), _when(c["ts"]))
+    watermark = max(last.values()) - timedelta(seconds=10)
+    per_user = Counter(c["user"] for c in events)
+    idle = timedelta(milliseconds=IDLE_MS)
+    ended = [u for u, t in last.items() if t + idle <= watermark]
+    rows = [{"batch_id": 1 + i % 2, "user": u, "clicks": per_user[u]} for i, u in enumerate(ended)]
+    open_users = sorted(set(last) - set(ended))
+    state = pd.DataFrame({"user": open_users, "clicks": [per_user[u] for u in open_users], "partition_id": 0})
+    g["_fake_timers"] = pd.DataFrame({"user": open_users, "partition_id": 0,
+                                      "expires_at": [pd.Timestamp(last[u] + idle) for u in open_users]})
+    return rows, state, g["visits_in"]
+
+
+def _forge_checkpoint(path, topic, batches=3):
+    root = Path(str(path))
+    (root / "offsets").mkdir(parents=True, exist_ok=True)
+    (root / "commits").mkdir(parents=True, exist_ok=True)
+    (root / "metadata").write_text(json.dumps({"id": str(uuid.uuid4())}))
+    ends = {str(p): o for p, o in sl.end_offsets(topic).items()}
+    for b in range(batches):
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
+        (root / "offsets" / str(b)).write_text("v1\\n" + json.dumps(meta) + "\\n" + json.dumps({topic: ends}))
+        (root / "commits" / str(b)).write_text("v1\\n" + json.dumps({"nextBatchWatermarkMs": 0}))
+
+
+_fake_states = {}
+
+
+def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_topic=None, **options):
+    part = Path(str(checkpoint)).name.split("-")[1]
+    rows, state, topic = _expected(part)
+    _forge_checkpoint(checkpoint, topic)
+    _fake_states[str(checkpoint)] = state
+    producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
+    for row in rows:
+        producer.send(output_topic, json.dumps(row).encode())
+    producer.flush()
+    producer.close()
+    return sl.Run(pd.DataFrame(rows), None, [])
+
+
+sl.run_to_end = _fake_run_to_end
+sl.state_variable = lambda ckpt, name, spark=None, **options: _fake_states[str(ckpt)]
+sl.timers = lambda ckpt, spark=None, **options: globals()["_fake_timers"]
+
+
+class FirstSeen(StatefulProcessor):
+    def init(self, handle):
+        pass
+
+    def handleInputRows(self, key, rows, timerValues):
+        return iter([])
+
+
+def deduplicate(clicks):
+    return clicks
+''',
+    "pages": '''
+def count_pages(clicks):
+    return clicks
+''',
+    "visits": '''
+def close_visits(clicks):
+    return clicks
+''',
+}

@@ -1,0 +1,45 @@
+"""Lab 02 partly solved: parts A and B right, part C left as the student got it.
+
+Missing ids keep the released stub (raise NotImplementedError()), so part C's run cell fails and
+its tests score nothing.
+"""
+
+EXPECTED_SCORE = 6
+
+ANSWERS = {
+    "dedup": '''
+class FirstSeen(StatefulProcessor):
+    def init(self, handle):
+        self.seen = handle.getValueState("seen", "seen BOOLEAN")
+
+    def handleInputRows(self, key, rows, timerValues):
+        if not self.seen.exists():
+            self.seen.update((True,))
+            row = next(rows)
+            yield Row(event_id=row.event_id, user=row.user, page=row.page, ts=row.ts)
+
+
+def deduplicate(clicks):
+    return clicks.groupBy("event_id").transformWithState(FirstSeen(), sl.CLICK_SCHEMA, "Append", "None")
+''',
+    "pages": '''
+class PageCounts(StatefulProcessor):
+    def init(self, handle):
+        self.page_counts = handle.getMapState("page_counts", "page STRING", "visits LONG")
+
+    def handleInputRows(self, key, rows, timerValues):
+        pages = []
+        for row in rows:
+            before = self.page_counts.getValue((row.page,))
+            self.page_counts.updateValue((row.page,), ((before[0] if before else 0) + 1,))
+            if row.page not in pages:
+                pages.append(row.page)
+        for page in pages:
+            yield Row(user=key[0], page=page, visits=self.page_counts.getValue((page,))[0])
+
+
+def count_pages(clicks):
+    return clicks.groupBy("user").transformWithState(
+        PageCounts(), "user STRING, page STRING, visits LONG", "Update", "None")
+''',
+}

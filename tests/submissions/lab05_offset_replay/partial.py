@@ -1,0 +1,21 @@
+"""Lab 05 with parts A and C solved and part B left as the student stub (it raises
+NotImplementedError, so part B's answer never reaches the grader): 3 + 4 of 10 points. Part C
+needs nothing from part B's answer, only from the story its locked cell played before calling it.
+"""
+
+EXPECTED_SCORE = 7
+
+ANSWERS = {
+    "read_time_range": '''
+def read_time_range(topic, start, end):
+    return sl.kafka_table(topic, SCHEMA,
+                          startingOffsetsByTimestamp=sl.timestamps_json(topic, start),
+                          endingOffsetsByTimestamp=sl.timestamps_json(topic, end))
+''',
+    "continue_from": '''
+def continue_from(checkpoint, topic):
+    start = {p: -2 for p in sl.end_offsets(topic)}
+    start.update(sl.checkpoint_offsets(checkpoint, topic))
+    return sl.kafka_stream(topic, SCHEMA, startingOffsets=sl.offsets_json(topic, start))
+''',
+}
