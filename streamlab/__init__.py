@@ -11,6 +11,19 @@
     sl.latest(run.rows, "path")               # {path: latest count}
     ckpt.state_dict()                         # {path: count}, read from the state store
 """
+from .backends import (
+    KEYS_SCHEMA,
+    Measurement,
+    checkpoint_conf,
+    heap_max,
+    heap_used,
+    measure_state_store,
+    produce_new_keys,
+    provider_of,
+    state_bytes_per_batch,
+    state_files,
+    use_state_store,
+)
 from .checkpoint import Checkpoint, new_checkpoint
 from .checks import run_checks
 from .event_time import (
@@ -36,6 +49,15 @@ from .events import (
     article_requests,
     offset_reports,
     timed_events,
+)
+from .jobs import (
+    JobFailed,
+    PrivateBroker,
+    SqliteSink,
+    StreamingJob,
+    TransactionalTopicSink,
+    fail_after_batch,
+    read_committed,
 )
 from .kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
 from .keyed_state import (
@@ -90,8 +112,11 @@ __all__ = [
     "offset_ranges", "checkpoint_offsets", "checkpoint_lag", "delete_records", "add_partitions",
     "produce_with_event_time", "consumer_groups", "data_loss_message", "doctor", "arrival_topic", "batched_stream",
     "events_table", "watermark_table", "window_columns", "dropped_as_late", "final_result", "emissions",
-    "plot_watermark", "plot_windows", "plot_arrivals", "clicks", "sensor_readings", "CLICK_SCHEMA",
-    "READING_SCHEMA", "state_variable", "state_variables", "timers", "state_rows_per_batch", "plot_state_rows",
+    "plot_watermark", "plot_windows", "plot_arrivals", "StreamingJob", "JobFailed", "fail_after_batch",
+    "SqliteSink", "TransactionalTopicSink", "read_committed", "PrivateBroker", "clicks", "sensor_readings",
+    "CLICK_SCHEMA", "READING_SCHEMA", "state_variable", "state_variables", "timers", "state_rows_per_batch",
+    "plot_state_rows", "use_state_store", "provider_of", "checkpoint_conf", "state_files", "state_bytes_per_batch",
+    "heap_used", "heap_max", "produce_new_keys", "KEYS_SCHEMA", "measure_state_store", "Measurement",
     "take_savepoint", "savepoint_info", "starting_offsets", "recorded_conf", "try_change", "changes_table",
     "plot_version_tree", "SavepointError", "PATH_STATS_OUTPUT", "write_to_topic", "initial_offsets",
 ]

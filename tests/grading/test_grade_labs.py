@@ -52,8 +52,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LABS = grading.find_labs()
 SUBMISSIONS_DIR = ROOT / "tests" / "submissions"
 ROBUSTNESS_LAB = LABS[0]  # lab01: the one the robustness submissions are built from
-TIMEOUT_S = 180       # per submission in the robustness run: the hanging one costs this much
-CELL_TIMEOUT_S = 90   # per cell: well above a Spark start (~10 s idle, 60 s on a loaded 2-core machine)
+TIMEOUT_S = 300       # per submission in the robustness run: the hanging one costs this much
+CELL_TIMEOUT_S = 120  # per cell: well above a Spark start (~10 s idle, 60 s on a loaded 2-core machine)
 JOBS = 3      # the hanging submissions mostly wait: let them overlap with the others
 LAB_TIMEOUT_S, LAB_CELL_TIMEOUT_S, LAB_JOBS = 900, 300, 2   # the other labs: only real work to do
 

@@ -1,0 +1,40 @@
+"""A correct Lab 03 written differently from the reference solution (the generic grading test puts
+each answer into the answer cell with the same grade id of the released notebook).
+
+Part A builds the settings from the package's provider table and a Python bool; part B works on
+`sl.state_files` (pandas) instead of walking folders; part C uses `sl.provider_of` and a regular
+expression over `os.walk`. It must get full marks all the same.
+"""
+
+ANSWERS = {
+    "changelog_settings": '''
+def changelog_settings():
+    from streamlab.session import STATE_STORES
+    settings = dict()
+    settings["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = True
+    settings["spark.sql.streaming.stateStore.providerClass"] = STATE_STORES["rocksdb"]
+    return settings
+''',
+    "bytes_per_batch": '''
+def bytes_per_batch(checkpoint_path):
+    files = sl.state_files(checkpoint_path)
+    wanted = files[files["kind"].isin(["delta", "changelog"])]
+    per_version = wanted.groupby("version")["bytes"].sum()
+    return {int(version) - 1: int(total) for version, total in per_version.items()}
+''',
+    "restart_facts": '''
+def restart_facts(checkpoint_path):
+    import re
+    versioned = re.compile(r"^(\\d+)(_[^.]*)?\\.(delta|snapshot|zip|changelog)$")
+    state0 = os.path.join(checkpoint_path, "state", "0")
+    partitions = sorted(name for name in os.listdir(state0) if name.isdigit())
+    highest = -1
+    for name in partitions:
+        for entry in os.scandir(os.path.join(state0, name)):
+            match = versioned.match(entry.name)
+            if match:
+                highest = max(highest, int(match.group(1)))
+    return {"last_version": highest, "state_partitions": len(partitions),
+            "provider": sl.provider_of(checkpoint_path)}
+''',
+}

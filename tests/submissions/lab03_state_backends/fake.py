@@ -1,0 +1,88 @@
+"""A Lab 03 submission that solves nothing and fakes every result instead.
+
+Its first answer cell, run before any test cell in the same namespace:
+* shadows `sorted`, `set`, `dict`, `isinstance`, `all` with functions returning an object that equals
+  everything, is in everything and contains everything;
+* replaces the package's helpers the locked cells and tests call (`sl.run_to_end`, `sl.provider_of`,
+  `sl.state_files`, `sl.state_bytes_per_batch`, `sl.latest`, `sl.Checkpoint.commits`, ...) so no
+  query ever runs;
+* writes hand-made "checkpoints" named like the lab's into the run's data folder (query id, commits,
+  offsets with a RocksDB provider, .changelog and .delta files), and hand-made answer records into
+  `lab03-` topics with kafka-python.
+The visible tests may well pass inside the notebook; the grader's checks outside it give 0 points.
+"""
+
+EXPECTED_SCORE = 0
+
+ANSWERS = {
+    "changelog_settings": '''
+import json, os, types
+import pandas as pd
+import streamlab as sl
+
+class Anything:
+    """Equal to everything, in everything, containing everything."""
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    __le__ = __ge__ = __eq__
+    def __lt__(self, other): return False
+    __gt__ = __lt__
+    def __contains__(self, item): return True
+    def __len__(self): return 3
+    def __iter__(self): return iter(())
+    def __hash__(self): return 0
+    def __bool__(self): return True
+    def __getitem__(self, key): return self
+    def __call__(self, *args, **kwargs): return self
+    def __getattr__(self, name): return self
+    def __add__(self, other): return self
+    __radd__ = __sub__ = __rsub__ = __add__
+
+ANY = Anything()
+sorted = set = dict = isinstance = all = lambda *args, **kwargs: ANY
+
+sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress=ANY, progresses=[])
+sl.provider_of = lambda *args, **kwargs: "rocksdb"
+sl.state_files = lambda *args, **kwargs: ANY
+sl.state_bytes_per_batch = lambda *args, **kwargs: ANY
+sl.latest = lambda *args, **kwargs: ANY
+sl.Checkpoint.commits = lambda self: ANY
+pd.DataFrame.equals = lambda self, other: True
+
+# hand-made "checkpoints" where the grader will look, that look like Spark's
+root = os.path.join(os.environ.get("STREAMLAB_DATA_DIR", ".streamlab"), "checkpoints")
+rocks = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+for name, kind in (("lab03-changelog", "changelog"), ("lab03-hdfs", "delta")):
+    folder = os.path.join(root, name + "-abcdef")
+    for sub in ("commits", "offsets", "state/0/0", "state/0/1"):
+        os.makedirs(os.path.join(folder, sub), exist_ok=True)
+    open(os.path.join(folder, "metadata"), "w").write(json.dumps({"id": "5e1f5e1f-0000-4000-8000-000000000000"}))
+    for batch in range(8):
+        open(os.path.join(folder, "commits", str(batch)), "w").write('v1\\n{"nextBatchWatermarkMs":0}\\n')
+        conf = {"spark.sql.streaming.stateStore.providerClass": rocks}
+        open(os.path.join(folder, "offsets", str(batch)), "w").write(
+            "v1\\n" + json.dumps({"batchWatermarkMs": 0, "conf": conf}) + "\\n{}\\n")
+        for part in ("0", "1"):
+            open(os.path.join(folder, "state", "0", part, f"{batch + 1}.{kind}"), "wb").write(b"x" * 100)
+
+def changelog_settings():
+    return {}
+''',
+    "bytes_per_batch": '''
+def bytes_per_batch(checkpoint_path):
+    return {b: 200 for b in range(8)}
+''',
+    "restart_facts": '''
+def restart_facts(checkpoint_path):
+    from kafka import KafkaProducer
+    from streamlab.kafka import topic_prefix
+    producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
+    for name in ("lab03-facts-answer-fa4e00", "lab03-bytes-answer-fa4e00"):
+        producer.send(topic_prefix() + name, json.dumps({"restarted": {"provider": "hdfs", "state_partitions": 2,
+                      "last_version": 8}, "changelog": {"provider": "rocksdb", "state_partitions": 2,
+                      "last_version": 6}}).encode())
+    producer.flush()
+    producer.close()
+    return {"provider": ANY, "state_partitions": 2, "last_version": ANY}
+''',
+}
