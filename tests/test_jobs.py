@@ -190,7 +190,7 @@ def test_private_broker_stops_and_comes_back_with_its_topics(kafka_bootstrap):
         servers = private.start()
         assert servers != kafka_bootstrap and private.running()
         with private.as_default():
-            topic = sl.new_topic("private")
+            topic = sl.new_topic("private", partitions=1)  # one partition: a defined order
             sl.produce(topic, [{"n": 1}, {"n": 2}])
         assert topic not in sl.list_topics()       # the shared broker never saw it
         private.stop()
