@@ -98,6 +98,17 @@ class Checkpoint:
         commits = self._log("commits")
         return commits[-1][0] if commits else None
 
+    def committed_offsets(self, topic: str) -> dict[int, int]:
+        """{partition: offset} that the last *committed* batch read ``topic`` up to: where a
+        restart resumes (a batch in ``offsets/`` but not in ``commits/`` runs again from the same
+        start). Empty if no batch was committed."""
+        last = self.last_committed_batch()
+        if last is None:
+            return {}
+        offsets = self.offsets()
+        rows = offsets[(offsets["batch"] == last) & (offsets["topic"] == topic)]
+        return {int(p): int(o) for p, o in zip(rows["partition"], rows["offset"])}
+
     def files(self) -> list[str]:
         """Every file in the checkpoint, relative to it (hidden .crc files left out)."""
         return sorted(str(p.relative_to(self._root)) for p in self._root.rglob("*")

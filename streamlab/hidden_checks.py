@@ -163,12 +163,7 @@ class Artifacts:
 
 def committed_offsets(ckpt: Checkpoint, topic: str) -> dict[int, int]:
     """{partition: offset} that the last *committed* batch of ``ckpt`` read ``topic`` up to."""
-    last = ckpt.last_committed_batch()
-    if last is None:
-        return {}
-    offsets = ckpt.offsets()
-    rows = offsets[(offsets["batch"] == last) & (offsets["topic"] == topic)]
-    return {int(p): int(o) for p, o in zip(rows["partition"], rows["offset"])}
+    return ckpt.committed_offsets(topic)
 
 
 def require_real_checkpoint(ckpt: Checkpoint) -> None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from .checkpoint import Checkpoint
 from .kafka import TopicNotFoundError, _admin, _encode, bootstrap_servers, end_offsets, list_topics
 
 
@@ -124,15 +125,8 @@ def checkpoint_offsets(checkpoint, topic: str) -> dict[int, int]:
     """{partition: offset} where a query restarted from ``checkpoint`` resumes reading ``topic``:
     the end offsets of its last *committed* batch (a batch written to ``offsets/`` but never
     committed is run again on restart, from the same start). Empty if nothing was committed."""
-    from .checkpoint import Checkpoint
-
     ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint(str(checkpoint))
-    last = ckpt.last_committed_batch()
-    if last is None:
-        return {}
-    offsets = ckpt.offsets()
-    rows = offsets[(offsets["batch"] == last) & (offsets["topic"] == topic)]
-    return {int(p): int(o) for p, o in zip(rows["partition"], rows["offset"])}
+    return ckpt.committed_offsets(topic)
 
 
 def checkpoint_lag(checkpoint, topic: str):
