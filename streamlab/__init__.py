@@ -86,22 +86,21 @@ from .offsets import (
     timestamps_json,
     to_millis,
 )
+from .path_stats import PATH_STATS_OUTPUT
 from .runs import WAIT_S, Run, catch_up, latest, progress_table, run_to_end
 from .savepoints import (
-    PATH_STATS_OUTPUT,
     SavepointError,
-    changes_table,
     initial_offsets,
-    plot_version_tree,
     recorded_conf,
     savepoint_info,
     starting_offsets,
     take_savepoint,
-    try_change,
     write_to_topic,
 )
 from .session import spark, stop_all_queries
 from .streams import BatchCollector, kafka_stream, kafka_table
+from .upgrades import changes_table, try_change
+from .version_tree import plot_version_tree
 
 __all__ = [
     "spark", "stop_all_queries", "bootstrap_servers", "new_topic", "delete_topic", "list_topics", "produce",

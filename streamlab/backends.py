@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .kafka import bootstrap_servers, end_offsets
+from .runs import progress_table
 from .session import STATE_STORES
+from .session import spark as get_spark
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -177,8 +180,6 @@ def produce_new_keys(topic: str, count: int, *, first: int = 0, spark=None) -> i
     Spark's own Kafka writer does the work (``spark.range`` → ``write.format("kafka")``): for
     hundreds of thousands of records it is many times faster than sending them one by one from
     Python. Returns ``count``."""
-    from .kafka import bootstrap_servers, end_offsets
-    from .session import spark as get_spark
 
     session = spark or get_spark()
     partitions = len(end_offsets(topic))
@@ -234,7 +235,6 @@ def measure_state_store(frame, provider: str, *, checkpoint, changelog: bool = F
     ``checkpoint_bytes`` (state bytes the batch added to the checkpoint) and the provider's
     custom metrics (``state_...``). Raises ``TimeoutError`` after ``timeout_s`` seconds.
     """
-    from .runs import progress_table
 
     spark = frame.sparkSession
     use_state_store(spark, provider, changelog=changelog)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from .runs import WAIT_S
+from .streams import BatchCollector, write_batch_to_topic
 
 
 class InjectedCrash(RuntimeError):
@@ -65,7 +66,6 @@ def run_with_crash(frame, *, checkpoint, crash_after_batch: int, output_mode: st
     (at-least-once: the re-run batch lands there twice). Raises ``TimeoutError`` after ``timeout_s``
     per run, and the query's error if it fails for another reason than the injected crash.
     """
-    from .streams import BatchCollector, write_batch_to_topic
 
     collected = BatchCollector()
     attempt = {"n": 0, "sink": sink}

@@ -27,6 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from .events import TIMED_EVENT_SCHEMA
+from .kafka import end_offsets, new_topic, produce
+from .runs import progress_table
+from .session import spark as get_spark
+from .streams import kafka_stream
 
 ARRIVAL_COLOURS = {"on_time": "#4c72b0", "out_of_order": "#dd8452", "late": "#c44e52"}
 
@@ -37,8 +41,6 @@ def arrival_topic(name: str, events: list[dict], *, key: str | None = None) -> s
     One partition keeps the arrival order in Kafka (offset 0, 1, 2, ...), so a query reading it
     ``batch_size`` records at a time always cuts the same micro-batches. Returns the topic's name.
     """
-    from .kafka import new_topic, produce
-
     topic = new_topic(name, partitions=1)
     produce(topic, events, key=key, partition=0)
     return topic
@@ -54,9 +56,6 @@ def batched_stream(topic: str, schema: str = TIMED_EVENT_SCHEMA, *, batch_size: 
     The Kafka ``offset`` column is each record's arrival position. Raises ``ValueError`` for a topic
     with several partitions: Spark splits the limit between partitions, which would mix the order.
     """
-    from .kafka import end_offsets
-    from .streams import kafka_stream
-
     partitions = end_offsets(topic)
     if len(partitions) != 1:
         raise ValueError(f"topic {topic!r} has {len(partitions)} partitions: batched_stream needs one "
@@ -71,9 +70,7 @@ def _session():
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from .session import spark
-
-    return spark()
+    return get_spark()
 
 
 def events_table(events: list[dict], *, batch_size: int | None = None):
@@ -104,8 +101,6 @@ def watermark_table(run_or_progresses) -> Any:
     aggregation Spark counts it *after* a first partial aggregation, so several late events of the
     same key and window in one batch count as one row.
     """
-    from .runs import progress_table
-
     progresses = getattr(run_or_progresses, "progresses", run_or_progresses)
     table = progress_table(progresses)
     if table.empty:

@@ -38,7 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checkpoint import Checkpoint
-from .paths import data_dir
+from .kafka import bootstrap_servers, end_offsets, list_topics, read_topic
+from .paths import data_dir, project_root
+from .session import spark as get_spark
 
 _HEX = re.compile(r"^[0-9a-f]{6}$")
 
@@ -87,9 +89,7 @@ class Artifacts:
     # -- finding artifacts
     def spark(self):
         if self._spark is None:
-            from .session import spark
-
-            self._spark = spark()
+            self._spark = get_spark()
         return self._spark
 
     def checkpoint(self, name: str, *, committed: bool = True) -> Checkpoint:
@@ -113,8 +113,6 @@ class Artifacts:
 
     def topic(self, name: str) -> str:
         """The full name of the topic the lab created with ``sl.new_topic(name)``."""
-        from .kafka import list_topics
-
         stem = f"{self.topic_prefix}{name}-"
         found = [t for t in list_topics() if t.startswith(stem) and _HEX.match(t[len(stem):])]
         if not found:
@@ -125,8 +123,6 @@ class Artifacts:
 
     def records(self, name: str, limit: int = 100_000) -> list[dict]:
         """Every record of the topic ``name`` (see ``sl.read_topic``)."""
-        from .kafka import end_offsets, read_topic
-
         topic = self.topic(name)
         total = sum(end_offsets(topic).values())
         if total > limit:
@@ -150,8 +146,6 @@ class Artifacts:
     def require_reached_end(self, ckpt: Checkpoint, topic_name: str) -> dict[int, int]:
         """Fails unless the checkpoint's last committed batch read the topic up to its end.
         Returns the topic's end offsets {partition: offset}."""
-        from .kafka import end_offsets
-
         topic = self.topic(topic_name)
         ends = end_offsets(topic)
         read = committed_offsets(ckpt, topic)
@@ -243,7 +237,6 @@ def try_lab(notebook: str | Path, checks: str | Path | None = None, *, cell_time
 
     notebook = Path(notebook).resolve()
     checks = Path(checks) if checks else _lab_checks_file(notebook)
-    from .kafka import bootstrap_servers
 
     os.environ["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap_servers()  # before the data dir changes
     tag = f"try-{secrets.token_hex(3)}-"
@@ -273,8 +266,6 @@ def try_lab(notebook: str | Path, checks: str | Path | None = None, *, cell_time
 
 def _lab_checks_file(notebook: Path) -> Path:
     """solutions/<lab>/checks.py for a notebook of that lab (solution, released or submitted)."""
-    from .paths import project_root
-
     lab = notebook.parent.name
     return project_root() / "solutions" / lab / "checks.py"
 

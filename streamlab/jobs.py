@@ -22,6 +22,8 @@ A job is a function ``job(ctx, **params)`` in an importable module, named ``"mod
 ``params`` must be JSON values. ``ctx`` (a ``JobContext``) gives it ``ctx.spark()``,
 ``ctx.reached_sink(batch_id)``, ``ctx.sink(function)`` (wraps a ``foreachBatch`` function so it
 reports) and ``ctx.run(writer)`` (starts the query and waits, bounded, until it ends by itself).
+This module is the parent's side; the job's side is ``streamlab.job_context``, and the jobs the
+course runs (``count_requests``, and ``tick`` for rehearsals) are in ``streamlab.example_jobs``.
 
 Module 04's other tools live beside it and are reachable from here too (``sl.jobs.<name>``):
 ``sinks`` (``SqliteSink``, ``TransactionalTopicSink``, ``read_committed``), ``crashes``
@@ -31,29 +33,26 @@ Module 04's other tools live beside it and are reachable from here too (``sl.job
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
-import threading
 import time
 import weakref
 from pathlib import Path
 
 from .checkpoint_anatomy import batch_timeline, checkpoint_size, explain_checkpoint  # noqa: F401 (sl.jobs.*)
 from .crashes import CrashRun, InjectedCrash, fail_after_batch, run_with_crash  # noqa: F401 (sl.jobs.*)
+from .example_jobs import count_requests, tick  # noqa: F401 (the jobs "streamlab.jobs:count_requests", ":tick")
+from .job_context import WAIT_S, JobContext  # noqa: F401 (sl.jobs.*)
 from .paths import data_dir, project_root
 from .private_broker import PrivateBroker  # noqa: F401 (sl.jobs.*)
 from .sinks import SqliteSink, TransactionalTopicSink, last_committed_batch, new_store, read_committed  # noqa: F401
 
-WAIT_S = 120
-"""The longest a job helper waits for anything, in seconds (override with ``timeout_s=``)."""
-
 _POLL_S = 0.1
-_CHILD = "import sys; from streamlab.jobs import _main; sys.exit(_main(sys.argv[1]))"
+_CHILD = "import sys; from streamlab.job_context import main; sys.exit(main(sys.argv[1]))"
 _LIVE_JOBS: weakref.WeakSet[StreamingJob] = weakref.WeakSet()
 
 
@@ -292,124 +291,3 @@ def _kill_live_jobs() -> None:
     for job in list(_LIVE_JOBS):
         if job.running:
             job.kill()
-
-
-# ----------------------------------------------------------------------------- the job's side
-
-class JobContext:
-    """What a job function gets: its Spark session, and the way to report (and freeze at) a batch."""
-
-    def __init__(self, spec: dict):
-        self.run_number = spec["run"]
-        self.params = spec["params"]
-        self.freeze_after_batch = spec.get("freeze_after_batch")
-        self.timeout_s = spec.get("timeout_s", WAIT_S)
-        self._events = Path(spec["events"])
-        self._lock = threading.Lock()
-
-    def spark(self, **conf):
-        from .session import spark
-
-        return spark(**conf)
-
-    def report(self, event: str, **fields) -> None:
-        line = json.dumps({"run": self.run_number, "event": event, "time": time.time(), **fields})
-        with self._lock, self._events.open("a") as out:
-            out.write(line + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-
-    def reached_sink(self, batch_id: int) -> None:
-        """Call this after your sink wrote batch ``batch_id``. In a run started with
-        ``freeze_after_batch=batch_id`` it then freezes until the parent kills the process."""
-        self.report("sink", batch=int(batch_id))
-        if self.freeze_after_batch is not None and int(batch_id) == self.freeze_after_batch:
-            self.report("frozen", batch=int(batch_id))
-            threading.Event().wait(self.timeout_s)  # the parent kills us long before this ends
-            os._exit(3)
-
-    def sink(self, write):
-        """Wrap a ``foreachBatch`` function so that every batch it wrote is reported."""
-        def reporting(batch_df, batch_id):
-            write(batch_df, batch_id)
-            self.reached_sink(batch_id)
-        return reporting
-
-    def run(self, writer) -> None:
-        """Start the query of ``writer`` (a ``DataStreamWriter``) and wait until it ends by itself
-        (use ``trigger(availableNow=True)``). Exits the process with an error after ``timeout_s``."""
-        query = writer.start()
-        if not query.awaitTermination(self.timeout_s):
-            query.stop()
-            raise TimeoutError(f"the query did not finish within {self.timeout_s} s")
-
-
-def _watch_parent(parent: int) -> None:
-    """Kill this job's whole process group as soon as the process that started it is gone."""
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os.killpg(os.getpgrp(), signal.SIGKILL)
-    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
-
-
-def _main(spec_file: str) -> int:
-    spec = json.loads(Path(spec_file).read_text())
-    _watch_parent(spec["parent"])
-    module_name, function_name = spec["target"].split(":", 1)
-    function = getattr(importlib.import_module(module_name), function_name)
-    ctx = JobContext(spec)
-    ctx.report("started", pid=os.getpid())
-    function(ctx, **spec["params"])
-    ctx.report("finished")
-    return 0
-
-
-# ----------------------------------------------------------------------------- a job to crash
-
-def count_requests(ctx: JobContext, *, topic: str, checkpoint: str, out_topic: str | None = None,
-                   sqlite: str | None = None, tx_topic: str | None = None, tx_batches_topic: str | None = None,
-                   max_per_batch: int = 20) -> None:
-    """The job module 04 crashes: requests per path (``groupBy("path").count()``, update mode)
-    over ``topic``, at most ``max_per_batch`` records per micro-batch, checkpoint ``checkpoint``.
-    Every batch goes to each sink that is named, in this order, then is reported:
-
-    * ``out_topic``: Spark's Kafka sink (at-least-once: a re-run batch is written again);
-    * ``sqlite``: a ``SqliteSink`` keyed by batch id (idempotent: a re-run batch replaces itself);
-    * ``tx_topic`` + ``tx_batches_topic``: a ``TransactionalTopicSink`` (exactly-once: skipped).
-    """
-    from .events import ACCESS_LOG_SCHEMA
-    from .streams import kafka_stream, write_batch_to_topic
-
-    ctx.spark()
-    counts = kafka_stream(topic, ACCESS_LOG_SCHEMA, maxOffsetsPerTrigger=max_per_batch).groupBy("path").count()
-    sinks = []
-    if out_topic:
-        sinks.append(lambda df, batch_id: write_batch_to_topic(df, batch_id, out_topic))
-    if sqlite:
-        sinks.append(SqliteSink(sqlite, "counts"))
-    if tx_topic:
-        sinks.append(TransactionalTopicSink(tx_topic, batches_topic=tx_batches_topic,
-                                            transactional_id=f"{Path(checkpoint).name}-tx"))
-
-    def write(batch_df, batch_id):
-        batch_df.persist()
-        for sink in sinks:
-            sink(batch_df, batch_id)
-        batch_df.unpersist()
-
-    ctx.run(counts.writeStream.outputMode("update").foreachBatch(ctx.sink(write))
-            .option("checkpointLocation", checkpoint).trigger(availableNow=True))
-
-
-def tick(ctx: JobContext, *, batches: int = 3, helper_process: bool = False, fail: bool = False) -> None:
-    """A rehearsal job without Spark (quick, for tests and for trying ``StreamingJob``): "writes"
-    batches 0 .. ``batches``-1 and reports each. ``helper_process`` starts a child process that
-    lives as long as the job (as Spark's JVM does); ``fail`` ends the job with an error."""
-    if helper_process:
-        helper = subprocess.Popen(["sleep", str(int(ctx.timeout_s) + 60)])
-        ctx.report("helper", pid=helper.pid)
-    for batch_id in range(batches):
-        ctx.reached_sink(batch_id)
-    if fail:
-        raise RuntimeError("the rehearsal job failed, as asked")

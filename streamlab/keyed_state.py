@@ -20,7 +20,9 @@ import random
 from datetime import timedelta
 from typing import Any
 
+from .checkpoint import Checkpoint
 from .events import START, _iso
+from .session import spark as new_session
 
 CLICK_SCHEMA = "event_id STRING, user STRING, page STRING, ts TIMESTAMP"
 READING_SCHEMA = "sensor STRING, value DOUBLE, ts TIMESTAMP, spike BOOLEAN"
@@ -104,14 +106,10 @@ def _session(spark):
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from .session import spark as new_session
-
     return new_session()
 
 
 def _checkpoint(ckpt):
-    from .checkpoint import Checkpoint
-
     return ckpt if isinstance(ckpt, Checkpoint) else Checkpoint(str(ckpt))
 
 

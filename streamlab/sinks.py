@@ -7,6 +7,7 @@ import secrets
 import time
 from pathlib import Path
 
+from .kafka import _decode, bootstrap_servers
 from .paths import data_dir
 
 
@@ -80,8 +81,6 @@ class TransactionalTopicSink:
     def _start(self) -> None:
         from kafka import KafkaProducer
 
-        from .kafka import bootstrap_servers
-
         self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers(), acks="all",
                                        transactional_id=self.transactional_id, enable_idempotence=True)
         self._producer.init_transactions()
@@ -112,8 +111,6 @@ def read_committed(topic: str, timeout_s: float = 30) -> list[dict]:
     """Every *committed* record of ``topic`` (like ``sl.read_topic``, but with
     ``isolation_level="read_committed"``: records of aborted or open transactions are hidden)."""
     from kafka import KafkaConsumer, TopicPartition
-
-    from .kafka import _decode, bootstrap_servers
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers(), enable_auto_commit=False,
                              isolation_level="read_committed")

@@ -1,6 +1,12 @@
-"""streamlab.broker: the native KRaft broker — a busy port, a crash, a recovery, a settings change."""
+"""streamlab.broker: the native KRaft broker — a busy port, a crash, a recovery, a settings change.
+
+The real thing (three broker starts, a SIGKILL, a recovery: about half a minute) is marked ``slow``:
+``make test`` runs it, ``make check`` does not. The quick tests below check the same decisions —
+which port, "has exited", "older settings" — from the files a broker leaves, without starting one.
+"""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -27,6 +33,44 @@ def own_broker_dir(tmp_path, monkeypatch):
     broker.stop(quiet=True)
 
 
+def test_a_taken_port_is_avoided():
+    from streamlab import broker
+
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        taken = blocker.getsockname()[1]
+        assert not broker.port_is_free(taken)
+        chosen = broker._free_port(taken)
+    assert chosen != taken
+
+
+def test_status_of_a_broker_that_died(own_broker_dir):
+    """broker.json names a process that is gone: status says it exited and where its log is, and
+    `streamlab kafka status` fails."""
+    from streamlab import broker
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    broker.home()  # creates the broker's folder
+    (own_broker_dir / "kafka" / "broker.json").write_text(json.dumps({"pid": gone.pid, "port": 19999}))
+    dead = broker.status()
+    assert not dead.running and "has exited" in dead.detail and "broker.log" in dead.detail
+    proc = streamlab("kafka", "status")
+    assert proc.returncode == 1 and "has exited" in proc.stdout
+
+
+def test_settings_of_an_older_course_are_noticed(own_broker_dir):
+    from streamlab import broker
+
+    assert broker.stale_settings() == {}  # never started: nothing to compare
+    props = broker._write_config(19999, 20999)
+    assert broker.stale_settings() == {}
+    props.write_text(props.read_text().replace("auto.create.topics.enable=true", "auto.create.topics.enable=false"))
+    assert broker.stale_settings() == {"auto.create.topics.enable": ("false", "true")}
+
+
+@pytest.mark.slow  # three real broker starts and a recovery after SIGKILL (~35 s)
 def test_busy_port_then_crash_then_recovery(own_broker_dir, capsys):
     from kafka import KafkaConsumer, KafkaProducer
 

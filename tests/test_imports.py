@@ -5,6 +5,11 @@ the CLI on top.
 The graph is read from the source (AST), not by importing: every ``from .x import y``,
 ``from . import x``, ``import streamlab.x`` and ``from streamlab.x import y`` counts, at the top of a
 module or inside a function, in subpackages too (``streamlab/grading/``).
+
+And the package imports its own modules at the top, never inside a function: an import tucked into
+a function hides a dependency from the reader (and is how the old circle was held together). Only
+heavy third-party packages (pyspark, pandas, nbgrader, matplotlib, kafka ...) are imported inside
+functions, so that ``import streamlab`` stays light.
 """
 from __future__ import annotations
 
@@ -72,6 +77,26 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     return graph
 
 
+def imports_inside_functions(root: Path) -> list[str]:
+    """Every import of a package module inside a function (or a lambda), as
+    ``"pkg/file.py:line imports pkg.module inside a function"``; imports at module level (also
+    under a module-level ``if`` or ``try``) and imports of other packages are fine."""
+    files = module_names(root)
+    known = set(files)
+    found = []
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        is_package = path.name == "__init__.py"
+        functions = [node for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+        nested = {id(inner) for function in functions for inner in ast.walk(function) if inner is not function}
+        for node in ast.walk(tree):
+            if id(node) in nested and isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in sorted(_imported(module, is_package, node, known)):
+                    found.append((str(path.relative_to(root.parent)), node.lineno, target))
+    return [f"{where}:{line} imports {target} inside a function" for where, line, target in sorted(found)]
+
+
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One circle per group of modules that import each other (Tarjan's strongly connected
     components), each as a path that ends where it starts: ['a', 'b', 'a']."""
@@ -133,6 +158,12 @@ def test_the_package_has_no_import_circles():
     assert not cycles, "import circles in streamlab/:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
+def test_the_package_imports_its_own_modules_at_the_top():
+    found = imports_inside_functions(PACKAGE)
+    assert not found, ("move these imports to the top of their module; if that makes a circle, the "
+                       "modules are in the wrong layers:\n" + "\n".join(found))
+
+
 def test_the_layers_the_course_relies_on():
     graph = import_graph(PACKAGE)
     assert "streamlab.kafka" not in graph["streamlab.broker"], "broker sits below kafka"
@@ -187,6 +218,38 @@ def test_a_circle_put_back_into_streamlab_fails(tmp_path):
     broker.write_text(broker.read_text() + "\n\ndef _java():\n    from .checks import run_checks\n")
     cycles = find_cycles(import_graph(copy))
     assert ["streamlab.broker", "streamlab.checks", "streamlab.broker"] in cycles
+
+
+def test_imports_inside_functions_are_found(tmp_path):
+    """A synthetic package: package modules imported inside functions and methods, in every form,
+    are reported; module-level imports (also under `try`/`if`) and third-party ones are not."""
+    pkg = _write(tmp_path / "pkg", {
+        "__init__.py": "from .low import helper\n",
+        "low.py": "import json\n\ntry:\n    from .high import top\nexcept ImportError:\n    top = None\n\n"
+                  "def helper():\n    import pandas\n    from . import high\n    return high, pandas\n",
+        "high.py": "def top():\n    return 1\n",
+        "sub/__init__.py": "",
+        "sub/inner.py": "class A:\n    def method(self):\n        from ..low import helper\n        import pkg.high\n"
+                        "        return helper, pkg.high\n\nf = lambda: __import__('os')\n",
+    })
+    assert imports_inside_functions(pkg) == [
+        "pkg/low.py:10 imports pkg.high inside a function",
+        "pkg/sub/inner.py:3 imports pkg.low inside a function",
+        "pkg/sub/inner.py:4 imports pkg.high inside a function",
+    ]
+
+
+def test_an_import_put_back_into_a_function_fails(tmp_path):
+    """The rule catches the pattern it replaced: a sibling imported inside a function."""
+    copy = tmp_path / "streamlab"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert imports_inside_functions(copy) == imports_inside_functions(PACKAGE)
+    events = copy / "events.py"
+    lines = events.read_text().splitlines()
+    events.write_text("\n".join(lines) + "\n\n\ndef _produce(topic, rows):\n    from .kafka import produce\n\n"
+                      "    produce(topic, rows)\n")
+    assert f"streamlab/events.py:{len(lines) + 4} imports streamlab.kafka inside a function" in \
+        imports_inside_functions(copy)
 
 
 @pytest.mark.parametrize("module", sorted(module_names(PACKAGE)))

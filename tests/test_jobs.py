@@ -57,8 +57,9 @@ def test_restart_runs_to_the_end_and_reports_per_run():
 def test_a_batch_that_never_comes_times_out_and_kills_the_job():
     job = StreamingJob("streamlab.jobs:tick", batches=2, helper_process=True, timeout_s=60)
     job.start(freeze_after_batch=1)
+    job.wait_for_batch(1)  # frozen there: batch 7 will never come
     with pytest.raises(TimeoutError, match="did not reach its sink"):
-        job.wait_for_batch(7, timeout_s=5)
+        job.wait_for_batch(7, timeout_s=0.5)
     assert job.processes() == [] and not _alive(_helper_pid(job))
 
 

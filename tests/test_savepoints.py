@@ -1,4 +1,5 @@
-"""streamlab.savepoints: taking a savepoint (a checked copy of a checkpoint) and trying changes on it.
+"""streamlab.savepoints: taking a savepoint (a checked copy of a checkpoint); and what builds on it
+(streamlab.version_tree, and streamlab.upgrades end to end: tests/test_upgrades.py has its unit tests).
 
 The fast tests build checkpoint folders by hand, file by file, as Spark lays them out; the slow
 one (marked ``notebooks``) runs real queries against the broker.
@@ -11,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import streamlab as sl
-from streamlab import savepoints
 
 QUERY_ID = "11111111-2222-4333-8444-555555555555"
 
@@ -85,25 +85,6 @@ def test_offsets_and_conf_read_from_the_checkpoint(data_dir):
     assert sl.initial_offsets(ckpt) == {"requests-abc123": {"0": 0, "1": 0}}
     conf = sl.recorded_conf(ckpt)
     assert conf["providerClass"] == "HDFSBackedStateStoreProvider" and conf["partitions"] == "2"
-
-
-def test_error_class_finds_the_innermost_spark_error():
-    failed = Exception("[STREAM_FAILED] Query [id = x] terminated with exception: "
-                       "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match")
-    assert sl.savepoints.error_class(failed) == "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"
-    nested = Exception("[UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS] The feature is not supported")
-    assert savepoints.error_class(nested) == "UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"
-    assert savepoints.error_class(ValueError("no class here")) == "ValueError"
-
-
-def test_changes_table_has_one_row_per_change():
-    outcomes = [savepoints.ChangeOutcome("filter", "accepted", batches_run=1,
-                                         conf_after={"providerClass": "HDFS", "partitions": "2"}),
-                savepoints.ChangeOutcome("new key", "refused", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE")]
-    table = sl.changes_table(outcomes)
-    assert table["change"].tolist() == ["filter", "new key"]
-    assert table["outcome"].tolist() == ["accepted", "refused"]
-    assert table["error class"].tolist() == ["", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"]
 
 
 def test_plot_version_tree_draws_one_lane_per_version(data_dir):
