@@ -1,7 +1,8 @@
 """Graded labs: release them to students, and grade what students hand in, with nbgrader.
 
     streamlab release-labs                      solutions/<lab>/ -> labs/<lab>/ (nbgrader generate_assignment)
-    streamlab grade LAB SUBMISSIONS [--out DIR] grade a folder of submissions -> grades.csv + feedback
+    streamlab grade LAB SUBMISSIONS [--out DIR] grade a folder of submissions -> grades.csv + feedback + summary
+    streamlab check LAB_NOTEBOOK                a learner's self-check: each part passed or why not
 
 The modules, in the order they build on each other:
 
@@ -12,38 +13,45 @@ The modules, in the order they build on each other:
     feedback     the HideHiddenTests preprocessor and the page for submissions without feedback
     worker       the child process grading one submission (python -m streamlab.grading.worker)
     grader       Grader: one isolated worker per student, results, feedback, grades.csv
+    summary      OUT/summary.html: the class's scores, statuses and pass rate per test cell
+    selfcheck    ``streamlab check``: a learner runs a lab as the grader will (child: checkrun)
     cli          the argparse commands
 
 ``HideHiddenTests`` (named in nbgrader_config.py) is built on first use, so that importing this
 package does not import nbconvert.
 """
 from .cli import add_grade_command
+from .feedback import hide_hidden_tests
 from .grader import Grader
 from .isolation import kill_submission_processes, leftover_processes
 from .labs import (
     GradingError,
+    answer_cells,
     find_labs,
     generate_assignment,
     lab_notebooks,
     nbgrader_config,
+    reference_notebook,
     release_labs,
+    released_notebook,
     resolve_lab,
 )
 from .results import Result, Status, WorkerReport, write_csv
+from .selfcheck import run_selfcheck
 from .submissions import check_notebook, find_submissions
+from .summary import write_summary
 
 __all__ = [
     "find_labs", "resolve_lab", "lab_notebooks", "nbgrader_config", "generate_assignment", "release_labs",
+    "released_notebook", "reference_notebook", "answer_cells",
     "find_submissions", "check_notebook",
     "Grader", "GradingError", "leftover_processes", "kill_submission_processes",
     "write_csv", "Status", "Result", "WorkerReport",
-    "add_grade_command",
+    "add_grade_command", "run_selfcheck", "write_summary",
 ]
 
 
 def __getattr__(name: str):
     if name == "HideHiddenTests":
-        from .feedback import hide_hidden_tests
-
         return hide_hidden_tests()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The commands: ``streamlab grade`` and ``streamlab release-labs`` (argparse, and printing)."""
+"""The commands: ``streamlab grade``, ``streamlab check`` and ``streamlab release-labs`` (argparse, and printing)."""
 from __future__ import annotations
 
 import sys
@@ -8,6 +8,7 @@ from pathlib import Path
 from .grader import DEFAULT_TIMEOUT_S, Grader
 from .labs import GradingError, release_labs, resolve_lab
 from .results import Status
+from .selfcheck import format_report, run_selfcheck
 from .submissions import find_submissions
 
 
@@ -36,7 +37,8 @@ def cmd_grade(args) -> int:
         counts[r.status] = counts.get(r.status, 0) + 1
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     print(f"Done in {time.monotonic() - started:.0f} s: {summary}.")
-    print(f"Grades: {grader.out / 'grades.csv'}   Feedback: {grader.feedback_dir}/")
+    print(f"Grades: {grader.out / 'grades.csv'}   Feedback: {grader.feedback_dir}/   "
+          f"Class summary: {grader.out / 'summary.html'}")
     failed = [r for r in results if r.status == Status.ERROR]
     if failed:
         print(f"The grader failed on {len(failed)} submission(s): "
@@ -57,8 +59,20 @@ def cmd_release_labs(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    print(f"Running a copy of {args.notebook} from the top in a fresh kernel, as the grader will "
+          f"(your file is not changed) ...", flush=True)
+    try:
+        result = run_selfcheck(Path(args.notebook), timeout_s=args.timeout, cell_timeout_s=args.cell_timeout)
+    except GradingError as err:
+        print(f"streamlab check: {err}", file=sys.stderr)
+        return 2
+    print(format_report(result))
+    return result.exit_code
+
+
 def add_grade_command(sub) -> None:
-    """Add ``grade`` and ``release-labs`` to the ``streamlab`` command's subparsers."""
+    """Add ``grade``, ``check`` and ``release-labs`` to the ``streamlab`` command's subparsers."""
     grade = sub.add_parser(
         "grade", help="grade students' lab notebooks with nbgrader -> grades.csv and feedback",
         description="Grade every submission of LAB in SUBMISSIONS, each in its own process, kernel and "
@@ -76,6 +90,19 @@ def add_grade_command(sub) -> None:
     grade.add_argument("--jobs", type=int, default=1,
                        help="submissions graded at the same time (default 1; each needs a core and ~1.5 GB)")
     grade.set_defaults(func=cmd_grade)
+
+    check = sub.add_parser(
+        "check", help="check your lab before you hand it in: run it as the grader will, show each part",
+        description="Run a copy of LAB_NOTEBOOK top to bottom in a fresh kernel, with the grader's limits "
+                    "and isolation, and print each graded part of the lab: its points, passed or the first "
+                    "failure, and the cell that failed. Only the visible tests run (the grader also has "
+                    "hidden ones). Exits with 0 when every part passes, 1 when one does not.")
+    check.add_argument("notebook", metavar="LAB_NOTEBOOK", help="your lab notebook (.ipynb)")
+    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                       help=f"seconds allowed for the whole notebook (default {DEFAULT_TIMEOUT_S}, as the grader)")
+    check.add_argument("--cell-timeout", type=float, default=None,
+                       help="seconds allowed per cell (default: nbgrader_config.py, 300, as the grader)")
+    check.set_defaults(func=cmd_check)
 
     release = sub.add_parser("release-labs", help="generate the student labs in labs/ from solutions/",
                              description="Run nbgrader generate_assignment on solutions/<lab>/ and put "

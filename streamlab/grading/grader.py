@@ -1,21 +1,24 @@
-"""Grading a folder of submissions: one isolated worker per student, a result for each.
+"""Grading a folder of submissions: each in its own kernel, environment and time limit; a result for each.
 
 The submitted files are never touched: each is copied into a private nbgrader course folder
-(``OUT/course/<student>/``, a copy of the lab's template with its gradebook), and a worker process
-(``python -m streamlab.grading.worker``) runs nbgrader there, in the environment ``isolation``
-gives it, with a wall-clock limit: when it runs out, the worker, its kernel and the kernel's Spark
-JVM are killed. The same sweep runs after every student, so a query left running cannot outlive
-its submission.
+(``OUT/course/<student>/``, a copy of the lab's template with its gradebook), and a warm worker
+process (``warm``: one per ``--jobs`` slot, serving students in turn) runs nbgrader there, with the
+student's environment from ``isolation`` and a wall-clock limit: when it runs out, the worker, the
+kernel and the kernel's Spark JVM are killed. A sweep runs after every student, so a query left
+running cannot outlive its submission.
 
     OUT/grades.csv                  one row per student (see ``results``)
+    OUT/summary.html                the class at a glance: scores, statuses, pass rate per test (``summary``)
     OUT/feedback/<student>.html     nbgrader's feedback, or a page saying why there is none
     OUT/results/<student>.json      the full Result: a submission already graded is skipped next time
-    OUT/logs/<student>.log          everything the worker printed
+    OUT/logs/<student>.log          what the worker logged while grading the student
+    OUT/logs/worker<N>.log          the warm workers' own output (and the kernels')
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import secrets
 import shutil
 import sys
@@ -30,10 +33,12 @@ from ..kafka import bootstrap_servers
 from ..paths import project_root
 from .feedback import status_page
 from .hidden import checks_file, file_sha256
-from .isolation import delete_topics, kill_tagged, run_isolated, submission_environment
+from .isolation import delete_topics, kill_tagged, submission_environment
 from .labs import GradingError, generate_from_solutions, solutions_dir
 from .results import Result, Status, WorkerReport, format_points, write_csv
 from .submissions import Submission, check_notebook
+from .summary import write_summary
+from .warm import WarmWorker
 
 DEFAULT_TIMEOUT_S = 900
 
@@ -61,6 +66,8 @@ class Grader:
         self.solution_sha256 = ""
         self.checks: Path | None = None
         self.checks_sha256: str | None = None
+        self._workers: queue.Queue[WarmWorker] | None = None
+        self._worker_dirs: list[Path] = []
 
     def say(self, text: str) -> None:
         with self._print_lock:
@@ -152,34 +159,57 @@ class Grader:
         tag = f"{self.run_tag}-{student}"
         workdir = Path(tempfile.mkdtemp(prefix=f"streamlab-grade-{student}-"))
         env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
-        report_path = workdir / "report.json"
-        command = [sys.executable, "-m", "streamlab.grading.worker", lab, student,
-                   "--course", str(course), "--report", str(report_path)]
-        if self.cell_timeout_s:
-            command += ["--cell-timeout", str(self.cell_timeout_s)]
-        if self.checks:
-            command += ["--checks", str(self.checks), "--checks-sha256", self.checks_sha256]
+        request = {"lab": lab, "student": student, "course": str(course), "log": result.log,
+                   "env": env, "cell_timeout": self.cell_timeout_s}
+        Path(result.log).write_text("")
+        worker = self._worker_pool().get()
         try:
-            child = run_isolated(command, env=env, cwd=course, log_path=Path(result.log),
-                                 timeout_s=self.timeout_s, tag=tag)
-            if child.hit_limit:
+            outcome = worker.grade(request, student_tag=tag, timeout_s=self.timeout_s)
+            if outcome.hit_limit:
                 report = WorkerReport.no_result(
                     Status.TIMED_OUT, f"the submission did not finish within {self.timeout_s:g} s; "
                                       f"it was stopped (with its kernel and Spark)")
-            elif not report_path.exists():
-                raise GradingError(f"the grading process ended (exit status {child.returncode}) without "
-                                   f"a report; see {result.log}")
+            elif outcome.report is None:
+                raise GradingError(f"{outcome.detail}; see {result.log} and {worker.log_path}")
             else:
-                report = WorkerReport.from_json(report_path.read_text())
+                report = outcome.report
             result.record(report)
             if report.scored:
                 result.feedback = str(self._keep_feedback(course, result))
-                if child.killed and result.status == Status.GRADED:
+                if outcome.killed and result.status == Status.GRADED:
                     result.detail = (result.detail + "; " if result.detail else "") + \
-                        f"{child.killed} process(es) left running were stopped"
+                        f"{outcome.killed} process(es) left running were stopped"
         finally:
+            self._workers.put(worker)
             delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _worker_pool(self) -> queue.Queue[WarmWorker]:
+        """One warm worker per job slot (see ``warm``), made when the first submission needs one."""
+        with self._print_lock:
+            if self._workers is None:
+                self._start_workers()
+        return self._workers
+
+    def _start_workers(self) -> None:
+        self._workers = queue.Queue()
+        self._worker_dirs = []
+        for number in range(1, self.jobs + 1):
+            tag = f"{self.run_tag}-worker{number}"
+            workdir = Path(tempfile.mkdtemp(prefix=f"streamlab-grade-worker{number}-"))
+            self._worker_dirs.append(workdir)
+            env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
+            self._workers.put(WarmWorker(tag, env=env, cwd=workdir, log_path=self.logs_dir / f"worker{number}.log",
+                                         checks=self.checks, checks_sha256=self.checks_sha256))
+
+    def _stop_workers(self) -> None:
+        if self._workers is None:
+            return
+        while not self._workers.empty():
+            self._workers.get().close()
+        for workdir in self._worker_dirs:
+            shutil.rmtree(workdir, ignore_errors=True)
+        self._workers = None
 
     def _keep_feedback(self, course: Path, result: Result) -> Path:
         """Copy nbgrader's feedback out of the course folder: one page, or a folder of them."""
@@ -229,6 +259,8 @@ class Grader:
             raise
         finally:
             pool.shutdown(wait=True)
+            self._stop_workers()
         ordered = [results[s.student] for s in submissions]
         write_csv(self.out / "grades.csv", ordered)
+        write_summary(self.out, self.lab, [r.student for r in ordered])  # OUT/summary.html, for the instructor
         return ordered

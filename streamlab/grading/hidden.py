@@ -13,6 +13,9 @@ import html
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..hidden_checks import Artifacts, load_checks, run_checks
+from ..session import spark as get_spark
+
 
 @dataclass
 class CheckOutcome:
@@ -46,9 +49,7 @@ class SparkStarter:
 
     def _start(self):
         try:
-            from ..session import spark
-
-            self.session = spark(app_name="streamlab-hidden-checks")
+            self.session = get_spark(app_name="streamlab-hidden-checks")
         except BaseException as err:  # reported when the checks need Spark
             self.error = err
 
@@ -60,14 +61,15 @@ class SparkStarter:
 
 
 def run_hidden_checks(path: Path, expected_sha256: str | None = None, *,
-                      spark: SparkStarter | None = None) -> list[CheckOutcome]:
+                      spark: SparkStarter | None = None, keep_spark: bool = False) -> list[CheckOutcome]:
     """Run the checks in ``path`` on this process's data folder and topic prefix.
+
+    Spark (``spark``'s session, or one started here) is stopped afterwards, unless ``keep_spark``:
+    a warm worker keeps it for the next submission's checks.
 
     Refuses (raises RuntimeError) if the file changed since the grader read it: a submission
     runs as the same user and could have rewritten it.
     """
-    from ..hidden_checks import Artifacts, load_checks, run_checks
-
     if expected_sha256 and file_sha256(path) != expected_sha256:
         raise RuntimeError(f"{path} changed while the submission ran")
     artifacts = Artifacts()
@@ -77,12 +79,12 @@ def run_hidden_checks(path: Path, expected_sha256: str | None = None, *,
         results = run_checks(load_checks(path), artifacts)
     finally:
         session = artifacts._spark or (spark.session if spark is not None else None)
-        if session is not None:
-            _stop_spark_and_jvm(session)
+        if session is not None and not keep_spark:
+            stop_spark_and_jvm(session)
     return [CheckOutcome(r.name, list(r.cells), r.passed, r.detail) for r in results]
 
 
-def _stop_spark_and_jvm(session) -> None:
+def stop_spark_and_jvm(session) -> None:
     """Stop Spark and its JVM now, so the grader's sweep does not count the JVM as a process the
     submission left running."""
     from pyspark import SparkContext

@@ -136,3 +136,35 @@ def release_labs(labs: list[str] | None = None, *, target: Path | None = None) -
             shutil.copytree(course / "labs" / lab, destination)
             released += sorted(destination.glob("*.ipynb"))
     return released
+
+
+def released_notebook(lab: str, name: str | None = None):
+    """The student version of a lab's notebook (labs/<lab>/<name>.ipynb), as nbformat reads it."""
+    import nbformat
+
+    name = name or lab_notebooks(lab)[0]
+    return nbformat.read(labs_dir() / lab / f"{name}.ipynb", as_version=4)
+
+
+def answer_cells(notebook) -> list:
+    """The cells a student writes in (nbgrader's "solution" cells)."""
+    return [c for c in notebook.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+
+def reference_notebook(lab: str, name: str | None = None):
+    """The released notebook with the reference answers typed into its answer cells: what a student
+    who solved every part hands in (the grader and the benchmarks run it)."""
+    import nbformat
+
+    name = name or lab_notebooks(lab)[0]
+    solution = nbformat.read(solutions_dir() / lab / f"{name}.ipynb", as_version=4)
+
+    def answer(source: str) -> str:
+        return "\n".join(line for line in source.split("\n")
+                         if "BEGIN SOLUTION" not in line and "END SOLUTION" not in line)
+
+    answers = {c.metadata.nbgrader.grade_id: answer(c.source) for c in answer_cells(solution)}
+    notebook = released_notebook(lab, name)
+    for cell in answer_cells(notebook):
+        cell.source = answers[cell.metadata.nbgrader.grade_id]
+    return notebook

@@ -1,6 +1,11 @@
-"""The worker: what runs in the child process that grades one submission.
+"""The worker: what runs in the child process that grades submissions.
 
     python -m streamlab.grading.worker LAB STUDENT --course DIR --report FILE [--cell-timeout S]
+    python -m streamlab.grading.worker --serve FD [--checks checks.py --checks-sha256 H]
+
+The first form grades one submission. The second is a warm worker (see ``warm``): it grades the
+submissions the grader sends it over the channel FD, one after another, with nbgrader already
+imported and the hidden checks' Spark already running; every student still gets a fresh kernel.
 
 It runs nbgrader's own ``autograde`` (which puts the original test cells back, hidden tests
 included, then executes the notebook in a fresh kernel with a time limit per cell) and
@@ -11,10 +16,13 @@ with everything it started, at the whole-submission limit.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +31,7 @@ from .hidden import (
     add_summary_to_feedback,
     as_dicts,
     run_hidden_checks,
+    stop_spark_and_jvm,
     summary_detail,
     unconfirmed_cells,
     withdraw_points,
@@ -80,14 +89,20 @@ def _read_autograded(notebooks: list[Path], started_at: datetime) -> tuple[list[
 
 
 def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None = None,
-               checks: Path | None = None, checks_sha256: str | None = None) -> WorkerReport:
+               checks: Path | None = None, checks_sha256: str | None = None, *,
+               spark: SparkStarter | None = None) -> WorkerReport:
     """nbgrader autograde, the lab's hidden checks (``checks``: its checks.py), then
-    generate_feedback, for ``student``'s submission in ``course``."""
+    generate_feedback, for ``student``'s submission in ``course``.
+
+    ``spark``: a warm worker's running Spark for the checks (kept afterwards); without it, one is
+    started here while the notebook runs, and stopped after the checks."""
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde, GenerateFeedback
 
     config = nbgrader_config(course, cell_timeout=cell_timeout)
-    spark = SparkStarter() if checks is not None else None  # ready by the time the checks run
+    keep_spark = spark is not None
+    if spark is None and checks is not None:
+        spark = SparkStarter()  # ready by the time the checks run
     started, started_at = time.monotonic(), datetime.now(UTC)
     autograded = run_converter(Autograde, config, assignment=lab, student=student,
                                force=True, create_student=True)
@@ -107,7 +122,7 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
         # The student's kernel is gone: check what the run left behind, in this process.
         started_checks = time.monotonic()
         try:
-            outcomes = run_hidden_checks(checks, checks_sha256, spark=spark)
+            outcomes = run_hidden_checks(checks, checks_sha256, spark=spark, keep_spark=keep_spark)
         except Exception as err:  # the checks themselves could not run: not the student's doing
             return WorkerReport.no_result(Status.ERROR, f"the lab's hidden checks failed to run: {err}", **timings)
         timings["checks_seconds"] = round(time.monotonic() - started_checks, 1)
@@ -136,19 +151,86 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
                         checks=as_dicts(outcomes), **timings)
 
 
+@contextmanager
+def _output_to(log_path: Path):
+    """Send this process's Python-level output and logging to ``log_path`` (one student's log)."""
+    saved = sys.stdout, sys.stderr, logging.getLogger().handlers[:]
+    with open(log_path, "a", buffering=1, encoding="utf-8") as log:
+        sys.stdout = sys.stderr = log
+        handler = logging.StreamHandler(log)
+        handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+        logging.getLogger().handlers = [handler]
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr, logging.getLogger().handlers = saved
+
+
+def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> None:
+    """Grade the submissions the grader sends over ``channel_fd`` until it closes the channel.
+
+    Each request names the student, their course folder, log file and environment (their tag,
+    topic prefix and data folder): the student's kernel is started with that environment, so the
+    grader's sweep finds everything it starts. The channel is not inherited by kernels.
+    """
+    from multiprocessing.connection import Connection
+
+    os.set_inheritable(channel_fd, False)
+    channel = Connection(channel_fd)
+    spark = SparkStarter() if checks is not None else None
+    import nbgrader.converters  # noqa: F401 - imported once, while Spark starts
+    if spark is not None:
+        # Before any student's environment replaces this process's: the checks' JVM must carry the
+        # worker's tag, not the first student's (the sweep after that student would kill it).
+        spark.get()
+    own_env, own_cwd = dict(os.environ), os.getcwd()
+    while True:
+        try:
+            request = json.loads(channel.recv_bytes())
+        except EOFError:
+            break
+        try:
+            os.environ.clear()
+            os.environ.update(request["env"])
+            os.chdir(request["course"])
+            with _output_to(Path(request["log"])):
+                try:
+                    report = run_worker(Path(request["course"]), request["lab"], request["student"],
+                                        request.get("cell_timeout"), checks, checks_sha256, spark=spark)
+                except Exception:
+                    logging.exception("grading failed")
+                    raise
+        except Exception as err:  # the grader's own failure: reported, and the next student goes on
+            report = WorkerReport.no_result(Status.ERROR, f"the worker failed: {type(err).__name__}: {err}")
+        finally:
+            os.environ.clear()
+            os.environ.update(own_env)
+            os.chdir(own_cwd)
+        channel.send_bytes(json.dumps({"nonce": request["nonce"], "report": report.to_json()}).encode())
+    if spark is not None and spark.session is not None:
+        stop_spark_and_jvm(spark.session)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streamlab.grading.worker",
-                                     description="Grade one submission (started by `streamlab grade`).")
-    parser.add_argument("lab")
-    parser.add_argument("student")
-    parser.add_argument("--course", required=True, help="the student's private nbgrader course folder")
-    parser.add_argument("--report", required=True, help="where to write the report (JSON)")
+                                     description="Grade submissions (started by `streamlab grade`).")
+    parser.add_argument("lab", nargs="?")
+    parser.add_argument("student", nargs="?")
+    parser.add_argument("--serve", type=int, metavar="FD", help="be a warm worker on channel FD")
+    parser.add_argument("--course", help="the student's private nbgrader course folder")
+    parser.add_argument("--report", help="where to write the report (JSON)")
     parser.add_argument("--cell-timeout", type=float, default=None)
     parser.add_argument("--checks", default=None, help="the lab's checks.py (hidden checks)")
     parser.add_argument("--checks-sha256", default=None, help="refuse to run checks.py if it changed")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(levelname)s] %(message)s")
+    checks = Path(args.checks) if args.checks else None
+    if args.serve is not None:
+        serve(args.serve, checks, args.checks_sha256)
+        return 0
+    if not (args.lab and args.student and args.course and args.report):
+        parser.error("LAB, STUDENT, --course and --report are needed (or --serve)")
     report = run_worker(Path(args.course), args.lab, args.student, args.cell_timeout,
                         Path(args.checks) if args.checks else None, args.checks_sha256)
     Path(args.report).write_text(report.to_json())

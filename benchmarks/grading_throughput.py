@@ -1,0 +1,95 @@
+"""How close grading a class gets to the lab's own run time. Reports numbers; asserts nothing.
+
+    .venv/bin/python benchmarks/grading_throughput.py [--copies 20] [--jobs 1 2] [--lab lab01]
+
+1. The lab's own time: the reference solution executed top to bottom by plain nbclient on a fresh
+   kernel, in the environment a submission gets (its own topic prefix and data folder), three
+   times; the median counts.
+2. Grading: ``streamlab grade`` over ``--copies`` copies of the same reference solution, once for
+   each ``--jobs``; the wall time of the whole run divided by the copies is the time per submission.
+
+Per-submission overhead = time per submission - the lab's own time. Every copy must get full marks,
+or the numbers are not reported as valid.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from streamlab import grading
+from streamlab.grading.isolation import delete_topics, kill_submission_processes, submission_environment
+from streamlab.kafka import bootstrap_servers
+
+
+def own_time(lab: str, notebook) -> float:
+    """Seconds plain nbclient takes to run ``notebook`` on a fresh kernel, as a submission would."""
+    tag = f"bench-{secrets.token_hex(3)}"
+    workdir = Path(tempfile.mkdtemp(prefix="streamlab-bench-"))
+    env = submission_environment(tag, bootstrap=bootstrap_servers(), workdir=workdir)
+    client = NotebookClient(nbformat.from_dict(notebook), timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(workdir)}})
+    try:
+        started = time.monotonic()
+        client.execute(env=env)
+        return time.monotonic() - started
+    finally:
+        kill_submission_processes(None, tag)
+        delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def grade(lab: str, folder: Path, jobs: int, out: Path) -> tuple[float, list[dict]]:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "streamlab", "grade", lab, str(folder), "--out", str(out),
+                    "--jobs", str(jobs), "--force"], check=True, stdout=subprocess.DEVNULL)
+    seconds = time.monotonic() - started
+    with (out / "grades.csv").open() as f:
+        return seconds, list(csv.DictReader(f))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lab", default="lab01")
+    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--own-runs", type=int, default=3)
+    args = parser.parse_args()
+    lab = grading.resolve_lab(args.lab)
+    name = grading.lab_notebooks(lab)[0]
+    reference = grading.reference_notebook(lab, name)
+    print(f"{lab}: {args.copies} copies of the reference solution; load average {os.getloadavg()[0]:.1f}")
+
+    runs = [own_time(lab, reference) for _ in range(args.own_runs)]
+    own = statistics.median(runs)
+    print(f"lab's own time (plain nbclient, fresh kernel): median {own:.1f} s of {[round(r, 1) for r in runs]}")
+
+    with tempfile.TemporaryDirectory(prefix="streamlab-bench-grade-") as tmp:
+        folder = Path(tmp) / "submissions"
+        folder.mkdir()
+        for i in range(args.copies):
+            nbformat.write(reference, folder / f"student{i:02d}.ipynb")
+        print(f"{'jobs':>4} {'total s':>8} {'per submission s':>17} {'overhead s':>11}  scores")
+        for jobs in args.jobs:
+            seconds, rows = grade(lab, folder, jobs, Path(tmp) / f"out-jobs{jobs}")
+            per = seconds / args.copies
+            full = sum(1 for r in rows if r["status"] == "graded" and float(r["score"]) == float(r["max_score"]))
+            valid = "" if full == args.copies else "  (NOT VALID: not every copy got full marks)"
+            print(f"{jobs:>4} {seconds:>8.1f} {per:>17.1f} {per - own:>11.1f}  {full}/{args.copies} full marks{valid}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Warm workers: one grading process serves many submissions, one after another.
+
+Starting a worker per student cost every submission a fresh Python with nbgrader imported and a
+fresh Spark for the hidden checks (about 10 s of a lab that runs in 40). A ``WarmWorker`` keeps
+one process for a whole ``--jobs`` slot instead and sends it the submissions in turn. What stays
+per student is everything the student's code can touch:
+
+* a fresh kernel (nbgrader starts one per notebook), with the student's environment: their tag,
+  Kafka topic prefix, data folder (``isolation.submission_environment``);
+* the wall-clock limit: when a submission runs out of time, the worker is killed with everything
+  carrying the student's tag, and the next submission gets a new worker;
+* the sweep after each submission: whatever carries the student's tag and still runs is killed.
+
+The worker carries a tag of its own (``<run>-worker<N>``), so the sweep never hits it and the end
+of the run does. Requests and reports travel over a socket that kernels do not inherit; each
+report carries the request's nonce, so output a student's code writes anywhere else cannot pass
+for one.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from .isolation import kill_submission_processes
+from .results import WorkerReport
+
+
+@dataclass
+class Outcome:
+    """How one submission's turn on a warm worker ended."""
+    report: WorkerReport | None   # None: the worker died or was stopped without reporting
+    hit_limit: bool               # still running at the whole-submission limit (then stopped)
+    killed: int                   # processes stopped afterwards (left running by the notebook)
+    detail: str = ""              # why there is no report
+
+
+WORKER = [sys.executable, "-m", "streamlab.grading.worker", "--serve"]  # + the channel's fd
+
+
+class WarmWorker:
+    def __init__(self, tag: str, *, env: dict, cwd: Path, log_path: Path,
+                 checks: Path | None = None, checks_sha256: str | None = None, command: list[str] = WORKER):
+        self.command = command
+        self.tag = tag
+        self.env = env
+        self.cwd = cwd
+        self.log_path = log_path
+        self.checks, self.checks_sha256 = checks, checks_sha256
+        self.proc: subprocess.Popen | None = None
+        self.channel: Connection | None = None
+        self.started = 0  # how many processes this slot has needed (1 unless one was stopped)
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair()
+        command = [*self.command, str(theirs.fileno())]
+        if self.checks:
+            command += ["--checks", str(self.checks), "--checks-sha256", self.checks_sha256]
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(command, env=self.env, cwd=str(self.cwd), stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self.channel = Connection(ours.detach())
+        self.started += 1
+
+    def grade(self, request: dict, *, student_tag: str, timeout_s: float) -> Outcome:
+        """Send one submission (``request``: lab, student, course, log, env, cell_timeout) and wait
+        at most ``timeout_s`` for its report; then sweep away what the student left running."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._stop()
+            self._start()
+        nonce = secrets.token_hex(16)
+        deadline = time.monotonic() + timeout_s
+        report, detail, hit_limit = None, "", False
+        try:
+            self.channel.send_bytes(json.dumps({**request, "nonce": nonce}).encode())
+            while report is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    hit_limit = True
+                    break
+                if self.channel.poll(min(remaining, 1.0)):
+                    message = json.loads(self.channel.recv_bytes())
+                    if message.get("nonce") == nonce:
+                        report = WorkerReport.from_json(message["report"])
+                elif self.proc.poll() is not None:
+                    detail = f"the grading process ended (exit status {self.proc.returncode}) without a report"
+                    break
+        except (EOFError, OSError) as err:
+            detail = f"the grading process stopped answering ({type(err).__name__})"
+        if report is None:  # timed out or died: it goes, with everything the student started
+            killed = kill_submission_processes(self.proc, student_tag)
+            self._stop()
+        else:
+            killed = kill_submission_processes(None, student_tag)
+        return Outcome(report, hit_limit, killed, detail)
+
+    def _stop(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=15)  # the closed channel ends its loop; it stops its Spark
+            except subprocess.TimeoutExpired:
+                pass
+            kill_submission_processes(self.proc, self.tag)
+            self.proc = None
+
+    def close(self) -> None:
+        """Let the worker finish (it stops its Spark), then make sure nothing of it is left."""
+        self._stop()

@@ -1,0 +1,299 @@
+"""`streamlab check LAB_NOTEBOOK`: a learner's self-check, run as the grader runs a lab.
+
+Unmarked tests read executed notebooks built in memory (no kernel, no Spark). The tests marked
+``labs`` run lab 01 for real, one at a time: the reference (every visible part passes), the blank
+lab as released (each part fails with its message) and a lab that hangs (reported as timed out at
+a small whole-notebook limit, with nothing left running); and a small notebook without Spark whose
+cell runs past the per-cell limit before its kernel kills itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from streamlab import grading
+from streamlab.grading.grader import DEFAULT_TIMEOUT_S
+from streamlab.grading.selfcheck import (
+    FAILED,
+    NOT_RUN,
+    PASSED,
+    TIMED_OUT,
+    SelfCheck,
+    error_line,
+    format_report,
+    parts_of,
+    restore_tests,
+    run_selfcheck,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = "lab01_stateless_vs_stateful"
+new_code, new_output = nbformat.v4.new_code_cell, nbformat.v4.new_output
+
+
+# ----------------------------------------------------------------------------- in memory
+
+def _cell(source: str, grade_id: str | None = None, *, test: bool = False, answer: bool = False,
+          points: float = 1, outputs=(), ran: bool = True):
+    cell = new_code(source)
+    if grade_id:
+        cell.metadata["nbgrader"] = {"grade_id": grade_id, "grade": test, "solution": answer,
+                                     "locked": not answer, "points": points if test else 0}
+    cell.outputs = list(outputs)
+    cell.execution_count = 1 if ran else None
+    return cell
+
+
+def _error(ename: str, evalue: str = ""):
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _executed():
+    """A lab as nbgrader leaves it: part A not answered, part B answered but wrong, part C right."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        _cell("spark = sl.spark()", "setup"),
+        _cell("def lag_query(r):\n    raise NotImplementedError()", "lag_query", answer=True),
+        _cell("lag_rows = run(lag_query(stream))", "part_a_run", outputs=[_error("NotImplementedError")]),
+        _cell("assert 'lag' in lag_rows.columns", "test_a1", test=True,
+              outputs=[_error("NameError", "name 'lag_rows' is not defined")]),
+        _cell("assert len(twice_rows) == 80", "test_a2", test=True, points=2,
+              outputs=[_error("NameError", "name 'twice_rows' is not defined")]),
+        _cell("counts = run(count(stream))", "part_b_run"),
+        _cell("assert counts == {'/a': 2}", "test_b", test=True, points=2,
+              outputs=[_error("AssertionError", "expected {'/a': 2}, got {'/a': 1}\nmore detail")]),
+        _cell("print('fine')", "test_b2", test=True,
+              outputs=[new_output("stream", name="stderr", text="Traceback...\nUserWarning: careful\n")]),
+        _cell("restart = run(again())", "part_c_run"),
+        _cell("print('Part C ok')", "test_c", test=True, outputs=[new_output("stream", name="stdout", text="ok\n")]),
+        _cell("q.awaitTermination()", "test_d", test=True, outputs=[_error("CellTimeoutError")]),
+    ]
+    return nb
+
+
+def test_each_part_with_its_outcome_message_and_cell():
+    parts = {p.grade_id: p for p in parts_of(_executed(), cell_timeout_s=300)}
+    assert list(parts) == ["test_a1", "test_a2", "test_b", "test_b2", "test_c", "test_d"]
+    assert [p.points for p in parts.values()] == [1, 2, 2, 1, 1, 1]
+    # a NameError in a test comes from an earlier cell that raised: that cell is named, with its error
+    for gid in ("test_a1", "test_a2"):
+        assert (parts[gid].outcome, parts[gid].cell) == (FAILED, "part_a_run")
+        assert parts[gid].message == "NotImplementedError: lag_query is not answered yet"
+    # an assertion is the test's own verdict: its message (first line), in the test cell
+    assert (parts["test_b"].outcome, parts["test_b"].cell) == (FAILED, "test_b")
+    assert parts["test_b"].message == "expected {'/a': 2}, got {'/a': 1}"
+    assert parts["test_b2"].outcome == FAILED and "stderr" in parts["test_b2"].message
+    assert "UserWarning: careful" in parts["test_b2"].message
+    assert (parts["test_c"].outcome, parts["test_c"].message, parts["test_c"].cell) == (PASSED, "", "")
+    assert (parts["test_d"].outcome, parts["test_d"].cell) == (TIMED_OUT, "test_d")
+    assert "300" in parts["test_d"].message
+
+
+def test_a_run_stopped_at_the_whole_notebook_limit():
+    nb = _executed()
+    nb.cells.insert(1, _cell("while True: pass", ran=False))   # a learner's cell, no grade id
+    for cell in nb.cells[2:]:
+        cell.outputs, cell.execution_count = [], None
+    parts = parts_of(nb, stopped=(TIMED_OUT, "still running when the time for the whole notebook (60 s) ran out"))
+    assert (parts[0].outcome, parts[0].cell) == (TIMED_OUT, "cell 2")
+    assert "60 s" in parts[0].message
+    assert all(p.outcome == NOT_RUN and "not reached" in p.message for p in parts[1:])
+
+
+def test_error_lines():
+    assert error_line({"ename": "ValueError", "evalue": "bad\nsecond line"}) == "ValueError: bad"
+    assert error_line({"ename": "AssertionError", "evalue": ""}) == "AssertionError (an assert without a message)"
+    assert error_line({"ename": "KeyError", "evalue": ""}) == "KeyError"
+
+
+def test_edited_tests_are_put_back_and_missing_ones_named():
+    released = _executed()
+    mine = _executed()
+    mine.cells[6].source = "pass  # my test now passes"
+    mine.cells[6].metadata.nbgrader["points"] = 100
+    del mine.cells[9]   # test_c deleted
+    notes = restore_tests(mine, released)
+    assert mine.cells[6].source == released.cells[6].source
+    assert mine.cells[6].metadata.nbgrader["points"] == 2
+    assert any(n.startswith("test_b:") and "original" in n for n in notes), notes
+    assert any(n.startswith("test_c:") and "missing" in n for n in notes), notes
+    assert mine.cells[1].source == released.cells[1].source  # answers are the learner's own
+
+
+def test_the_table():
+    result = SelfCheck("lab.ipynb", "checked", parts_of(_executed(), cell_timeout_s=300), seconds=61,
+                       notes=["test_b: you changed this locked cell; the original is used"])
+    text = format_report(result, message_width=40)
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("part"))
+    assert header.split() == ["part", "points", "result", "failed", "in"]
+    row = next(line for line in lines if line.startswith("test_a2"))
+    assert row.split()[1] == "2" and "failed: NotImplementedError" in row and row.endswith("part_a_run")
+    assert "..." in row  # long messages are cut to the width
+    assert next(line for line in lines if line.startswith("test_c")).split()[1:] == ["1", "passed"]
+    assert "Visible tests: 1 of 8 points pass; 5 part(s) to fix." in text
+    assert "Note: test_b: you changed" in text and "hidden tests" in text
+    assert result.exit_code == 1 and not result.passed
+    all_pass = SelfCheck("lab.ipynb", "checked", [p for p in result.parts if p.outcome == PASSED])
+    assert all_pass.passed and all_pass.exit_code == 0
+
+
+def test_a_file_that_is_no_notebook_is_said_plainly(tmp_path):
+    path = tmp_path / "lab.ipynb"
+    path.write_text("{ a broken download")
+    result = run_selfcheck(path)
+    assert (result.status, result.exit_code) == ("invalid notebook", 2)
+    assert "not JSON" in format_report(result)
+    assert path.read_text() == "{ a broken download"
+
+
+def test_the_command_uses_the_graders_limits():
+    from streamlab.cli import build_parser
+
+    args = build_parser().parse_args(["check", "x.ipynb"])
+    assert (args.timeout, args.cell_timeout) == (DEFAULT_TIMEOUT_S, None)  # None: nbgrader_config.py's, as grade
+    proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(ROOT / "no-such.ipynb")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "no-such.ipynb is missing" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_docker_stack_gives_the_check_what_it_needs():
+    """In the jupyter service, `streamlab check` finds Kafka the way the notebooks do
+    (KAFKA_BOOTSTRAP_SERVERS) and the released labs under its working folder (the repository)."""
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    jupyter = compose["services"]["jupyter"]
+    assert jupyter["environment"]["KAFKA_BOOTSTRAP_SERVERS"], "the notebooks' Kafka"
+    assert f"..:{jupyter['working_dir']}" in jupyter["volumes"], "the repository (labs/ included) is the working folder"
+    source = (ROOT / "streamlab" / "grading" / "selfcheck.py").read_text()
+    assert "bootstrap_servers()" in source and "127.0.0.1" not in source and "localhost" not in source
+
+
+@pytest.mark.labs
+@pytest.mark.timeout(300)
+def test_a_slow_cell_and_a_crash_in_a_small_notebook(tmp_path, kafka_bootstrap):
+    """No Spark, but a real kernel (so in the full tier): a cell past the per-cell limit is interrupted
+    and reported as timed out, then the kernel kills itself: crashed, the cell that did it named."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_cell("x = 1", "t_setup", ran=False), _cell("assert x == 1", "t_ok", test=True, ran=False),
+                _cell("import time\ntime.sleep(60)", "t_slow", test=True, ran=False),
+                _cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", ran=False),
+                _cell("assert True", "t_after", test=True, ran=False)]
+    path = tmp_path / "small.ipynb"
+    nbformat.write(nb, path)
+    result = run_selfcheck(path, cell_timeout_s=3, timeout_s=120)
+    print(format_report(result))
+    parts = {p.grade_id: p for p in result.parts}
+    assert (result.status, result.exit_code) == ("crashed", 1), result
+    assert parts["t_ok"].outcome == PASSED
+    assert (parts["t_slow"].outcome, parts["t_slow"].cell) == (TIMED_OUT, "t_slow")
+    assert (parts["t_after"].outcome, parts["t_after"].cell) == (FAILED, "cell 4")
+    assert "DeadKernelError" in parts["t_after"].message
+    assert any("no released lab" in note for note in result.notes)
+
+
+# ----------------------------------------------------------------------------- running lab 01
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def run_tag(monkeypatch, kafka_bootstrap):
+    """The tag the check's processes carry; afterwards: they carried it (a JVM among them), and none is left."""
+    from streamlab.grading.isolation import tagged_processes
+
+    tag = f"sc{os.getpid()}-{time.monotonic_ns() % 10**6}"
+    monkeypatch.setenv("STREAMLAB_GRADE_RUN_TAG", tag)
+    seen, stop = set(), threading.Event()
+
+    def watch():
+        while not stop.wait(2):
+            for proc in tagged_processes(tag, prefix=True):
+                try:
+                    seen.add(proc.name())
+                except Exception:  # gone meanwhile
+                    pass
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    yield tag
+    stop.set()
+    watcher.join()
+    assert "java" in seen, f"no Spark JVM carried the check's tag: {seen}"
+    assert grading.leftover_processes(tag) == [], "the check left processes running"
+    import streamlab as sl
+
+    assert [t for t in sl.list_topics() if t.startswith(tag)] == [], "the check left topics behind"
+
+
+@pytest.mark.labs
+@pytest.mark.timeout(900)
+def test_reference_passes_every_visible_part(tmp_path, run_tag):
+    path = tmp_path / "my_lab01.ipynb"
+    nbformat.write(grading.reference_notebook(LAB), path)
+    before = _snapshot(tmp_path)
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(path)], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=DEFAULT_TIMEOUT_S + 60)
+    print(proc.stdout, f"({time.monotonic() - started:.0f} s)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    tests = [c.metadata.nbgrader.grade_id for c in grading.released_notebook(LAB).cells if
+             c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    for gid in tests:
+        row = next((line for line in proc.stdout.splitlines() if line.startswith(gid + " ")), None)
+        assert row is not None and row.split()[2] == "passed", proc.stdout
+    assert "Visible tests: 10 of 10 points pass." in proc.stdout
+    assert _snapshot(tmp_path) == before, "the learner's file is untouched and nothing is written next to it"
+
+
+@pytest.mark.labs
+@pytest.mark.timeout(900)
+def test_blank_lab_fails_each_part_with_its_message(run_tag):
+    path = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+    before = _snapshot(path.parent)
+    result = run_selfcheck(path)
+    print(format_report(result))
+    assert result.status == "checked" and result.exit_code == 1
+    assert result.parts and all(p.outcome == FAILED and p.message and p.cell for p in result.parts), result.parts
+    first = result.parts[0]
+    assert (first.cell, first.message) == ("part_a_run", "NotImplementedError: lag_query is not answered yet"), first
+    assert {p.cell for p in result.parts} >= {"part_a_run", "part_b_run", "part_c_run"}
+    assert result.notes == []
+    assert _snapshot(path.parent) == before
+
+
+HANG = """
+endless = spark.readStream.format("rate").load().writeStream.format("noop").start()
+endless.awaitTermination()  # never returns
+"""
+
+
+@pytest.mark.labs
+@pytest.mark.timeout(600)
+def test_a_hanging_lab_is_reported_as_timed_out(tmp_path, run_tag):
+    nb = grading.reference_notebook(LAB)
+    setup = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells.insert(setup + 1, new_code(HANG.strip()))
+    path = tmp_path / "hanging.ipynb"
+    nbformat.write(nb, path)
+    limit = 150  # a Spark start (10-60 s on a busy 2-core machine), then the hang
+    started = time.monotonic()
+    result = run_selfcheck(path, timeout_s=limit)
+    seconds = time.monotonic() - started
+    print(format_report(result), f"({seconds:.0f} s)")
+    assert result.status == "timed out" and result.exit_code == 1
+    assert seconds < limit + 60, "reported at the limit, not hung"
+    first, *rest = result.parts
+    assert (first.outcome, first.cell) == (TIMED_OUT, f"cell {setup + 2}"), first
+    assert all(p.outcome == NOT_RUN for p in rest)
+    assert "timed out" in format_report(result)

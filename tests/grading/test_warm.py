@@ -1,0 +1,129 @@
+"""streamlab.grading.warm: one worker process serving submissions in turn, with per-student limits.
+
+A stand-in worker (a few lines of Python speaking the same channel protocol) shows the grader's
+side: reports matched by nonce, the time limit, a worker that dies, the sweep of a student's
+processes. The real worker's serve loop is checked on requests it cannot grade.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import psutil
+
+from streamlab.grading.isolation import TAG, leftover_processes
+from streamlab.grading.results import Status, WorkerReport
+from streamlab.grading.warm import WORKER, WarmWorker
+
+FAKE_WORKER = r'''
+import json, os, subprocess, sys, time
+from multiprocessing.connection import Connection
+channel = Connection(int(sys.argv[-1]))
+while True:
+    try:
+        request = json.loads(channel.recv_bytes())
+    except EOFError:
+        break
+    what = request["student"]
+    report = json.dumps({"status": "graded", "score": 1.0, "max_score": 1.0})
+    if what == "forged":   # something else claims to be the report first: wrong nonce
+        channel.send_bytes(json.dumps({"nonce": "0" * 32, "report": report.replace("1.0", "99.0")}).encode())
+    if what in ("hang", "leaves"):
+        subprocess.run(["sh", "-c", "sleep 120 &"], env=request["env"])  # detached: init reaps it
+    if what == "hang":
+        time.sleep(120)
+    if what == "die":
+        sys.exit(3)
+    channel.send_bytes(json.dumps({"nonce": request["nonce"], "report": report}).encode())
+'''
+
+
+def _worker(tmp_path, tag="t-warm-worker", command=None):
+    env = {**os.environ, TAG: tag}
+    return WarmWorker(tag, env=env, cwd=tmp_path, log_path=tmp_path / "worker.log",
+                      command=command or [sys.executable, "-c", FAKE_WORKER])
+
+
+def _request(student, tmp_path, tag):
+    return {"lab": "lab", "student": student, "course": str(tmp_path), "log": str(tmp_path / f"{student}.log"),
+            "env": {**os.environ, TAG: tag}, "cell_timeout": None}
+
+
+def test_reports_come_back_and_a_forged_one_is_ignored(tmp_path):
+    worker = _worker(tmp_path)
+    try:
+        for student in ("forged", "plain"):
+            outcome = worker.grade(_request(student, tmp_path, f"t-warm-{student}"),
+                                   student_tag=f"t-warm-{student}", timeout_s=30)
+            assert outcome.report is not None and outcome.report.score == 1.0
+            assert not outcome.hit_limit
+        assert worker.started == 1, "one process served both students"
+    finally:
+        worker.close()
+    assert leftover_processes("t-warm-") == []
+
+
+def test_the_time_limit_stops_the_worker_and_the_students_processes(tmp_path):
+    worker = _worker(tmp_path)
+    try:
+        started = time.monotonic()
+        outcome = worker.grade(_request("hang", tmp_path, "t-warm-hang"), student_tag="t-warm-hang", timeout_s=3)
+        assert outcome.hit_limit and outcome.report is None
+        assert time.monotonic() - started < 60
+        assert outcome.killed >= 2, "the worker and the student's `sleep`"
+        assert leftover_processes("t-warm-hang") == []
+        # the next student gets a new worker
+        outcome = worker.grade(_request("plain", tmp_path, "t-warm-next"), student_tag="t-warm-next", timeout_s=30)
+        assert outcome.report is not None and worker.started == 2
+    finally:
+        worker.close()
+    assert leftover_processes("t-warm-") == []
+
+
+def test_what_a_student_leaves_running_is_swept_and_counted(tmp_path):
+    worker = _worker(tmp_path)
+    try:
+        outcome = worker.grade(_request("leaves", tmp_path, "t-warm-leaves"), student_tag="t-warm-leaves",
+                               timeout_s=30)
+        assert outcome.report is not None and outcome.killed == 1
+        assert leftover_processes("t-warm-leaves") == []
+        assert worker.proc is not None and psutil.pid_exists(worker.proc.pid), "the worker itself stays"
+    finally:
+        worker.close()
+
+
+def test_a_worker_that_dies_gives_no_report_and_says_so(tmp_path):
+    worker = _worker(tmp_path)
+    try:
+        outcome = worker.grade(_request("die", tmp_path, "t-warm-die"), student_tag="t-warm-die", timeout_s=30)
+        assert outcome.report is None and not outcome.hit_limit
+        assert "exit status 3" in outcome.detail or "stopped answering" in outcome.detail
+    finally:
+        worker.close()
+
+
+def test_the_real_worker_reports_what_it_cannot_grade_and_serves_on(tmp_path):
+    """streamlab.grading.worker --serve: requests it cannot grade (no folder there; a folder but no
+    nbgrader course) get grader-error reports, not a dead worker, from one and the same process."""
+    worker = _worker(tmp_path, tag="t-warm-real", command=WORKER)
+    expected = {"first": "the worker failed: FileNotFoundError", "second": "nbgrader autograde failed"}
+    try:
+        for student, why in expected.items():
+            request = _request(student, tmp_path, f"t-warm-real-{student}") | {"course": str(tmp_path / "nothing")}
+            if student == "second":
+                (tmp_path / "nothing").mkdir()
+            outcome = worker.grade(request, student_tag=f"t-warm-real-{student}", timeout_s=120)
+            assert outcome.report is not None, outcome.detail
+            assert outcome.report.status == Status.ERROR and why in outcome.report.detail
+        assert worker.started == 1
+        assert (tmp_path / "second.log").read_text().strip(), "nbgrader's error is in the student's log"
+    finally:
+        worker.close()
+    assert leftover_processes("t-warm-real") == []
+
+
+def test_reports_survive_the_round_trip():
+    report = WorkerReport(status=Status.TIMED_OUT, score=3.0, max_score=10.0, detail="x")
+    assert WorkerReport.from_json(json.loads(json.dumps({"r": report.to_json()}))["r"]) == report
