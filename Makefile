@@ -1,6 +1,6 @@
 # The course's two commands:   make lab    (set up, start Kafka, open JupyterLab)
 #                              make test   (run the whole test suite)
-# For contributors:            make check  (the fast tier: everything but executing notebooks and grading labs)
+# For contributors:            make check  (the fast tier: everything but executing notebooks, grading labs and the Spark cluster)
 # Everything lives in this folder: .venv/ (Python packages), .cache/ (jars), .streamlab/ (broker, checkpoints).
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null || echo python3)
@@ -13,19 +13,22 @@ STAMP  := $(VENV)/.installed
 help:
 	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course"
 	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs)"
-	@echo "make check  the fast tier (about a minute): every test except executing notebooks and grading"
-	@echo "            whole labs (pytest -m 'not notebooks and not labs'); includes ruff (tests/test_style.py)"
+	@echo "make check  the fast tier (about a minute, in parallel): every test except executing notebooks, grading"
+	@echo "            whole labs, the Spark cluster and the broker crash test (-m 'not notebooks and not labs and"
+	@echo "            not cluster and not slow'); includes ruff"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/"
 	@echo "make kafka-stop   stop the course's Kafka broker"
 
 lab: setup
 	$(BIN)/streamlab lab
 
+# Tests run in parallel (pytest-xdist, one worker per core): tests/conftest.py starts Kafka once and
+# hands whole groups (a lab's grading run, a notebook, the Spark cluster) to one worker each, heaviest first.
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 check: setup
-	$(BIN)/python -m pytest -m "not notebooks and not labs" -q
+	$(BIN)/python -m pytest -n auto -m "not notebooks and not labs and not cluster and not slow" -q
 
 setup: $(STAMP)
 

@@ -5,9 +5,11 @@
     streamlab kafka topics          every topic with its partitions and end offsets
     streamlab kafka read TOPIC      print a topic's records (partition, offset, key, value)
     streamlab kafka console producer|consumer|topics|groups ...   Kafka's own command-line tools
+    streamlab cluster start|stop|status   a native Spark standalone cluster (then SPARK_MASTER=spark://...)
     streamlab doctor                check Java, pyspark, the connector, the broker, ports, memory
     streamlab lab                   start the broker and open JupyterLab on the course
-    streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback)
+    streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback + summary)
+    streamlab check LAB_NOTEBOOK    a learner's self-check: run a lab as the grader will, part by part
     streamlab release-labs          regenerate the student labs in labs/ from solutions/
 """
 from __future__ import annotations
@@ -18,8 +20,9 @@ import os
 import sys
 import time
 
-from . import broker, console, jars, kafka
+from . import broker, cluster, console, jars, kafka
 from .checks import report, run_checks
+from .grading import add_grade_command
 from .java import JavaError
 from .paths import project_root
 
@@ -101,6 +104,22 @@ def _show(value) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def cmd_cluster(args) -> int:
+    if args.action == "start":
+        state = cluster.start(args.port, args.ui_port)
+        print(state.detail)
+        print(f"Run the notebooks on it: SPARK_MASTER={state.master_url} make lab "
+              "(or set SPARK_MASTER before the first sl.spark()). Stop it with `streamlab cluster stop`.")
+        return 0
+    if args.action == "stop":
+        if not cluster.stop():
+            print("The cluster was not running.")
+        return 0
+    state = cluster.status()
+    print(state.detail)
+    return 0 if state.running else 1
+
+
 def cmd_doctor(args) -> int:
     checks = run_checks(with_spark=not args.quick)
     print(report(checks))
@@ -158,6 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     tool.add_argument("tool_args", nargs=argparse.REMAINDER, help="passed on to the tool")
     kafka_cmd.set_defaults(func=cmd_kafka)
 
+    cluster_cmd = sub.add_parser("cluster", help="a native Spark standalone cluster on this machine (127.0.0.1)")
+    cluster_actions = cluster_cmd.add_subparsers(dest="action", required=True)
+    cluster_start = cluster_actions.add_parser("start", help="start a master and its worker(s); prints the master URL")
+    cluster_start.add_argument("--port", type=int, default=None,
+                               help=f"the master's port (default {cluster.CLUSTER_SETTINGS['master_port']})")
+    cluster_start.add_argument("--ui-port", type=int, default=None,
+                               help=f"the master's web UI (default {cluster.CLUSTER_SETTINGS['master_ui_port']}; "
+                                    "the worker's is the next port)")
+    cluster_actions.add_parser("stop", help="stop the worker(s), their executors and the master")
+    cluster_actions.add_parser("status", help="what runs: master, workers, applications")
+    cluster_cmd.set_defaults(func=cmd_cluster)
+
     doctor = sub.add_parser("doctor", help="check the environment and say how to fix problems")
     doctor.add_argument("--quick", action="store_true", help="skip the Spark-reads-Kafka check")
     doctor.set_defaults(func=cmd_doctor)
@@ -166,12 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed on to `jupyter lab`")
     lab.set_defaults(func=cmd_lab)
 
-    try:
-        from .grading import add_grade_command
-    except ImportError:
-        pass
-    else:
-        add_grade_command(sub)
+    add_grade_command(sub)
     return parser
 
 
@@ -179,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (JavaError, jars.FetchError, broker.BrokerError) as err:
+    except (JavaError, jars.FetchError, broker.BrokerError, cluster.ClusterError) as err:
         print(f"streamlab: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,6 +1,8 @@
 """`spark()`: the one way to get a SparkSession ready for the course.
 
-* ``local[2]`` unless ``SPARK_MASTER`` names a cluster (``SPARK_REMOTE`` for Spark Connect);
+* ``local[2]`` unless ``SPARK_MASTER`` names a cluster (``SPARK_REMOTE`` for Spark Connect); on a
+  standalone cluster (``spark://...``, e.g. ``streamlab cluster start``) also 1-core executors, this
+  Python on the executors, and (on other machines) temporary checkpoints in the shared data folder;
 * 2 shuffle partitions, so the state of an aggregation lives in 2 state-store partitions;
 * the Spark Kafka connector on the classpath (resolved once, then from the cache);
 * ``PYSPARK_PYTHON`` set to this interpreter (the Python workers must match the driver);
@@ -15,6 +17,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import cluster
 from .jars import connector_jars
 from .paths import PACKAGE_DIR, data_dir
 
@@ -111,14 +114,21 @@ def _jvm_output_to(path: Path):
 
 def _classic_builder(builder):
     master = os.environ.get("SPARK_MASTER", "local[2]")
-    if master.startswith("local"):
+    if master.startswith("local") or cluster.on_this_machine(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log_conf = PACKAGE_DIR / "conf" / "log4j2.properties"
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    driver_opts = java_opts
+    if master.startswith("spark://"):  # a standalone cluster: streamlab.cluster.cluster_conf() says what it adds
+        for key, value in cluster.cluster_conf(SHUFFLE_PARTITIONS).items():
+            builder = builder.config(key, value)
+        if not cluster.on_this_machine(master):  # on another machine (or container) /tmp is not shared
+            driver_opts += f" -Djava.io.tmpdir={cluster.driver_tmp_dir()}"
+    # spark.jars: the driver serves the connector jars and every executor fetches them when it starts
     return (builder.master(master)
             .config("spark.jars", ",".join(str(j) for j in connector_jars()))
             .config("spark.driver.memory", os.environ.get("STREAMLAB_DRIVER_MEMORY", "1g"))
-            .config("spark.driver.extraJavaOptions", java_opts)
+            .config("spark.driver.extraJavaOptions", driver_opts)
             .config("spark.executor.extraJavaOptions", java_opts)
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.ui.enabled", os.environ.get("STREAMLAB_SPARK_UI", "true"))

@@ -635,6 +635,31 @@ def test_cluster_ports_do_not_collide_with_the_default_stack(services):
             published[port] = name
 
 
+def test_cluster_profile_uses_the_native_clusters_settings(services):
+    """docker/compose.yaml's cluster = `streamlab cluster start`'s: streamlab.cluster.CLUSTER_SETTINGS."""
+    from streamlab.cluster import CLUSTER_SETTINGS as native
+
+    master, worker = services["spark-master"], services["spark-worker"]
+    master_env, worker_env = env_of(master), env_of(worker)
+    url = f"spark://{master['hostname']}:{native['master_port']}"
+    assert int(master_env["SPARK_MASTER_PORT"]) == native["master_port"]
+    assert worker_env["SPARK_MASTER"] == env_of(services["jupyter-cluster"])["SPARK_MASTER"] == url
+    assert int(master_env["SPARK_MASTER_WEBUI_PORT"]) == native["master_ui_port"]
+    assert [parse_port(p)["target"] for p in master["ports"]] == [native["master_ui_port"]]
+    assert str(native["master_ui_port"]) in " ".join(master["healthcheck"]["test"])
+    assert int(worker_env["SPARK_WORKER_WEBUI_PORT"]) == native["worker_ui_port"]
+    assert [parse_port(p)["target"] for p in worker["ports"]] == [native["worker_ui_port"]]
+    workers = [svc for svc in services.values() if svc.get("command") == ["spark-worker"]]
+    assert sum((svc.get("deploy") or {}).get("replicas", 1) for svc in workers) == native["workers"]
+    assert int(worker_env["SPARK_WORKER_CORES"]) == native["worker_cores"]
+    assert parse_size(worker_env["SPARK_WORKER_MEMORY"]) == parse_size(native["worker_memory"])
+    assert parse_size(master_env["SPARK_DAEMON_MEMORY"]) == parse_size(native["master_daemon_memory"])
+    assert parse_size(worker_env["SPARK_DAEMON_MEMORY"]) == parse_size(native["worker_daemon_memory"])
+    # the worker holds one executor (streamlab.spark()'s size) per executor core it offers
+    executors = native["worker_cores"] // native["executor_cores"]
+    assert parse_size(native["worker_memory"]) >= executors * parse_size(native["executor_memory"])
+
+
 # --------------------------------------------------------------------------- grader isolation
 
 

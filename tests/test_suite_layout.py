@@ -1,0 +1,32 @@
+"""How the suite runs in parallel (tests/conftest.py): which tests travel together, in which order."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import group_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_a_labs_grading_run_is_one_group_and_lab01_goes_first():
+    lab03 = [group_of(f"tests/grading/test_grade_labs.py::{name}[lab03_state_backends]")
+             for name in ("test_blank_lab_gets_zero", "test_nothing_is_left_running")]
+    assert lab03[0] == lab03[1] == (1, "grade lab03")
+    robust = group_of("tests/grading/test_grade_labs.py::test_hanging_submission_is_stopped_at_the_limit")
+    lab01 = group_of("tests/grading/test_grade_labs.py::test_blank_lab_gets_zero[lab01_stateless_vs_stateful]")
+    assert robust == lab01 and robust[0] == 0, "lab01's tests share the robustness run"
+
+
+def test_notebooks_run_one_by_one_and_the_cluster_once():
+    a = group_of("tests/test_notebooks.py::test_notebook_runs[02_keyed_state]")
+    b = group_of("tests/test_notebooks.py::test_notebook_runs[03_state_backends]")
+    assert a != b and a[0] == b[0] == 2
+    cheap = group_of("tests/test_notebooks.py::test_notebook_is_a_lesson[02_keyed_state]")
+    assert cheap == (3, "tests/test_notebooks.py")
+    assert group_of("tests/test_cluster.py::test_notebook_01_on_the_cluster")[1] == \
+        group_of("tests/test_cluster.py::test_stop_stops_everything")[1] == "cluster"
+
+
+def test_make_test_runs_in_parallel():
+    recipe = (ROOT / "Makefile").read_text().split("\ntest: setup\n", 1)[1].split("\n", 1)[0]
+    assert "-m pytest -n auto" in recipe
