@@ -226,15 +226,21 @@ def start(port: int | None = None, *, quiet: bool = False) -> BrokerStatus:
                                          "started": time.time()}))
     if not quiet:
         print(f"Starting Kafka {KAFKA_VERSION} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)
-    _wait_ready(proc.pid, chosen)
+    _wait_ready(proc.pid, chosen, proc=proc)
     return status()
 
 
-def _wait_ready(pid: int, port: int, timeout: float = START_TIMEOUT_S) -> None:
+def _wait_ready(pid: int, port: int, timeout: float = START_TIMEOUT_S, *,
+                proc: subprocess.Popen | None = None) -> None:
+    """Wait until the broker answers. ``proc``: the broker just started here; asking it whether it
+    exited is exact, where its command line is not (for a moment after the fork it is still ours)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _is_our_broker(pid):
-            raise BrokerError(f"The broker exited during start-up. Last lines of {log_file()}:\n{_log_tail()}")
+        exited = proc.poll() is not None if proc is not None else not _is_our_broker(pid)
+        if exited:
+            code = f" (exit status {proc.returncode})" if proc is not None else ""
+            raise BrokerError(f"The broker exited during start-up{code}. Last lines of {log_file()}:\n"
+                              f"{_log_tail()}")
         if _accepts_connections(port):
             ok, _ = ping(f"127.0.0.1:{port}", timeout_s=5)
             if ok:

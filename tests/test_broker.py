@@ -134,3 +134,23 @@ def test_busy_port_then_crash_then_recovery(own_broker_dir, capsys):
     assert broker.stop(quiet=True)
     stopped = broker.status()
     assert not stopped.running and "stopped" in stopped.detail
+
+
+def test_a_broker_just_started_is_judged_by_its_process_not_its_command_line():
+    """Right after the fork its command line is still Python's, not Kafka's: start-up must not take
+    that for an exit (it did once, under load). A process that really exits is reported with its status."""
+    from streamlab import broker
+
+    free = broker._free_port(29092)
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not broker._is_our_broker(alive.pid)
+        with pytest.raises(broker.BrokerError, match="did not accept clients"):
+            broker._wait_ready(alive.pid, free, timeout=1, proc=alive)
+    finally:
+        alive.kill()
+        alive.wait()
+    gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    gone.wait()
+    with pytest.raises(broker.BrokerError, match=r"exited during start-up \(exit status 3\)"):
+        broker._wait_ready(gone.pid, free, timeout=5, proc=gone)
