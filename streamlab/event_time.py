@@ -29,7 +29,6 @@ from typing import Any
 from .events import TIMED_EVENT_SCHEMA
 from .kafka import end_offsets, new_topic, produce
 from .runs import progress_table
-from .session import spark as get_spark
 from .streams import kafka_stream
 
 ARRIVAL_COLOURS = {"on_time": "#4c72b0", "out_of_order": "#dd8452", "late": "#c44e52"}
@@ -60,17 +59,7 @@ def batched_stream(topic: str, schema: str = TIMED_EVENT_SCHEMA, *, batch_size: 
     if len(partitions) != 1:
         raise ValueError(f"topic {topic!r} has {len(partitions)} partitions: batched_stream needs one "
                          f"(make it with sl.arrival_topic)")
-    return kafka_stream(topic, schema, spark=spark or _session(), maxOffsetsPerTrigger=batch_size, **options)
-
-
-def _session():
-    """The running SparkSession as it is (its state store setting untouched), or a new course one."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    return get_spark()
+    return kafka_stream(topic, schema, spark=spark, maxOffsetsPerTrigger=batch_size, **options)
 
 
 def events_table(events: list[dict], *, batch_size: int | None = None):

@@ -98,15 +98,8 @@ def sensor_readings(n: int = 60, *, seed: int = 42, sensors=("s1", "s2", "s3"), 
 # ----------------------------------------------------------------------------- reading state back
 
 def _session(spark):
-    """The given session, else the running one (without touching its settings), else a new one."""
-    if spark is not None:
-        return spark
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    return new_session()
+    """The given session, else the course's (``sl.spark()`` leaves a running one's settings alone)."""
+    return spark if spark is not None else new_session()
 
 
 def _checkpoint(ckpt):

@@ -111,13 +111,5 @@ def _first_line(error) -> str:
 
 
 def _session(spark):
-    """The given session, else the active one (not ``sl.spark()``: called on a running session it
-    would put its default settings back, e.g. the state store provider)."""
-    if spark is not None:
-        return spark
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    return get_spark()
+    """The given session, else the course's (``sl.spark()`` leaves a running one's settings alone)."""
+    return spark if spark is not None else get_spark()

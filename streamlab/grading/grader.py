@@ -67,7 +67,6 @@ class Grader:
         self.checks: Path | None = None
         self.checks_sha256: str | None = None
         self._workers: queue.Queue[WarmWorker] | None = None
-        self._worker_dirs: list[Path] = []
 
     def say(self, text: str) -> None:
         with self._print_lock:
@@ -193,11 +192,9 @@ class Grader:
 
     def _start_workers(self) -> None:
         self._workers = queue.Queue()
-        self._worker_dirs = []
         for number in range(1, self.jobs + 1):
             tag = f"{self.run_tag}-worker{number}"
             workdir = Path(tempfile.mkdtemp(prefix=f"streamlab-grade-worker{number}-"))
-            self._worker_dirs.append(workdir)
             env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
             self._workers.put(WarmWorker(tag, env=env, cwd=workdir, log_path=self.logs_dir / f"worker{number}.log",
                                          checks=self.checks, checks_sha256=self.checks_sha256))
@@ -206,9 +203,9 @@ class Grader:
         if self._workers is None:
             return
         while not self._workers.empty():
-            self._workers.get().close()
-        for workdir in self._worker_dirs:
-            shutil.rmtree(workdir, ignore_errors=True)
+            worker = self._workers.get()
+            worker.close()
+            shutil.rmtree(worker.cwd, ignore_errors=True)  # the worker's own data and Spark folders
         self._workers = None
 
     def _keep_feedback(self, course: Path, result: Result) -> Path:

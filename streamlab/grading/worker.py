@@ -231,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (args.lab and args.student and args.course and args.report):
         parser.error("LAB, STUDENT, --course and --report are needed (or --serve)")
-    report = run_worker(Path(args.course), args.lab, args.student, args.cell_timeout,
-                        Path(args.checks) if args.checks else None, args.checks_sha256)
+    report = run_worker(Path(args.course), args.lab, args.student, args.cell_timeout, checks, args.checks_sha256)
     Path(args.report).write_text(report.to_json())
     return 0
 

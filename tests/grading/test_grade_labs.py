@@ -69,10 +69,6 @@ def _notebook_name(lab: str) -> str:
     return names[0]
 
 
-def _answer_cells(nb) -> list:
-    return grading.answer_cells(nb)
-
-
 def _released(lab: str):
     return grading.released_notebook(lab, _notebook_name(lab))
 
@@ -90,7 +86,7 @@ def _alternative(lab: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     nb = _released(lab)
-    cells = _answer_cells(nb)
+    cells = grading.answer_cells(nb)
     missing = {c.metadata.nbgrader.grade_id for c in cells} - set(module.ANSWERS)
     assert not missing, f"{path.name} has no answer for {sorted(missing)}"
     for cell in cells:
@@ -147,7 +143,7 @@ def _variant(lab: str, name: str):
 def _answered(lab: str, answers: dict):
     """The released notebook with ``answers`` typed into their answer cells (others left blank)."""
     nb = _released(lab)
-    for cell in _answer_cells(nb):
+    for cell in grading.answer_cells(nb):
         if cell.metadata.nbgrader.grade_id in answers:
             cell.source = answers[cell.metadata.nbgrader.grade_id].strip("\n")
     return nb
@@ -201,7 +197,7 @@ def build_submissions(lab: str, folder: Path) -> dict[str, Path]:
     notebooks["g_tampered"] = nb
 
     nb = _reference(lab)
-    last = _answer_cells(nb)[-1]
+    last = grading.answer_cells(nb)[-1]
     last.source = LOOP.strip("\n") + "\n\n" + last.source
     notebooks["h_slow_cell"] = nb
 
@@ -372,7 +368,7 @@ def test_a_stuck_cell_costs_only_its_own_part(robust):
     row = _row(graded, "h_slow_cell")
     assert row["status"] == "timed out", row
     assert 0 < float(row["score"]) < graded["max_score"], row
-    stuck = _answer_cells(_released(graded["lab"]))[-1].metadata.nbgrader.grade_id
+    stuck = grading.answer_cells(_released(graded["lab"]))[-1].metadata.nbgrader.grade_id
     assert stuck in row["detail"], row
     assert float(row["seconds"]) < TIMEOUT_S, row
 
