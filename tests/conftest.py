@@ -158,9 +158,18 @@ _KAFKA_STACK = pytest.StashKey[ExitStack]()
 # Running in parallel (`pytest -n N`, what `make test` does). Each group of tests goes to one worker as
 # a whole, heaviest first: a lab's grading run (module-scoped, shared by that lab's tests; lab01's
 # robustness run waits out a hanging submission, so it starts first), the Spark cluster (started once),
-# each notebook on its own, then each remaining test module. (pytest-xdist's own `--dist loadgroup`
-# cannot be used: it renames test ids in a way pytest 9.2 no longer sees.)
-def group_of(nodeid: str) -> tuple[int, str]:
+# each notebook on its own, then each remaining test module, the slow ones first. (pytest-xdist's own
+# `--dist loadgroup` cannot be used: it renames test ids in a way pytest 9.2 no longer sees.)
+
+# The test modules that take longest (Spark queries, worker time limits, JVM tools), slowest first, as
+# measured on two cores: started first, they don't leave one worker finishing alone at the end of
+# `make check`. (A module missing here just runs after them; the order is only about speed.)
+SLOW_MODULES = ("tests/test_checkpoint.py", "tests/test_checks.py", "tests/grading/test_warm.py",
+                "tests/test_offsets.py", "tests/grading/test_isolation.py", "tests/test_console.py",
+                "tests/test_cli.py")
+
+
+def group_of(nodeid: str) -> tuple[float, str]:
     """(rank, group) of a test id: lower ranks are handed out first."""
     path, _, name = nodeid.partition("::")
     module = path.rsplit("/", 1)[-1]
@@ -171,7 +180,9 @@ def group_of(nodeid: str) -> tuple[int, str]:
         return 1, "cluster"
     if module == "test_notebooks.py" and name.startswith(("test_notebook_runs", "test_setup_notebook_runs")):
         return 2, nodeid
-    return 3, path
+    if path in SLOW_MODULES:
+        return 3 + SLOW_MODULES.index(path) / len(SLOW_MODULES), path
+    return 4, path
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import group_of
+from conftest import SLOW_MODULES, group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +22,16 @@ def test_notebooks_run_one_by_one_and_the_cluster_once():
     b = group_of("tests/test_notebooks.py::test_notebook_runs[03_state_backends]")
     assert a != b and a[0] == b[0] == 2
     cheap = group_of("tests/test_notebooks.py::test_notebook_is_a_lesson[02_keyed_state]")
-    assert cheap == (3, "tests/test_notebooks.py")
+    assert cheap == (4, "tests/test_notebooks.py")
     assert group_of("tests/test_cluster.py::test_notebook_01_on_the_cluster")[1] == \
         group_of("tests/test_cluster.py::test_stop_stops_everything")[1] == "cluster"
+
+
+def test_slow_modules_go_before_the_rest_slowest_first():
+    ranks = [group_of(f"{path}::test_x")[0] for path in SLOW_MODULES]
+    assert ranks == sorted(ranks) and 3 <= ranks[0] and ranks[-1] < 4
+    assert group_of("tests/test_style.py::test_ruff_finds_nothing")[0] == 4
+    assert all((ROOT / path).is_file() for path in SLOW_MODULES), "SLOW_MODULES names a test module that is gone"
 
 
 def test_make_test_runs_in_parallel():

@@ -43,7 +43,8 @@ def _batches(run, ckpt) -> list[tuple[int, int, int, int]]:
     offsets = offsets[offsets["topic"] == topic]
     committed = sorted(int(b) for b in ckpt.commits()["batch"])
     if committed != list(range(len(committed))):
-        raise CheckFailed(f"the checkpoint's committed batches are {committed}: run the query once, from a fresh checkpoint")
+        raise CheckFailed(f"the checkpoint's committed batches are {committed}: "
+                          "run the query once, from a fresh checkpoint")
     batches, start = [], 0
     for batch in committed:
         row = offsets[offsets["batch"] == batch]
@@ -243,7 +244,8 @@ def count_rows(run):
     if missing or extra:
         example = sorted(missing or extra)[0]
         raise CheckFailed(f"{len(missing)} count window(s) missing, {len(extra)} unexpected, e.g. "
-                          f"{'missing' if missing else 'unexpected'} {example[1]} {list(example[2])} in batch {example[0]} "
+                          f"{'missing' if missing else 'unexpected'} {example[1]} {list(example[2])} "
+                          f"in batch {example[0]} "
                           f"(windows follow arrival order and are output in the batch that completes them)")
     wrong = [k for k in expected if abs(got[k] - expected[k]) > 1e-6]
     if wrong:

@@ -48,7 +48,8 @@ def upgrade(run):
     run.require_reached_end(v1, TOPIC)
     expected = dict(_counts(EARLY + LATE) + _counts(AFTER, lambda r: r["method"] != "POST"))
     state = v1.state_dict(run.spark())
-    assert state == expected, f"v1's state holds {state}, expected {expected} (v0's counts plus the non-POST requests after the savepoint)"
+    assert state == expected, \
+        f"v1's state holds {state}, expected {expected} (v0's counts plus the non-POST requests after the savepoint)"
     out = run.output("lab07-v1-out")
     for column in ("path", "count", "busy"):
         assert column in out.columns, f"v1's output has no column {column!r}"
@@ -66,7 +67,8 @@ def bootstrap(run):
     operators = [row.asDict() for row in v2.state_metadata(spark).collect()]
     assert len(operators) == 1 and "transformWithState" in operators[0]["operatorName"], \
         f"v2 should have one transformWithState operator, its checkpoint has {[o['operatorName'] for o in operators]}"
-    assert '"stats"' in (operators[0].get("operatorProperties") or ""), "v2's operator should keep the state variable `stats` (PathStats)"
+    assert '"stats"' in (operators[0].get("operatorProperties") or ""), \
+        "v2's operator should keep the state variable `stats` (PathStats)"
     started = initial_offsets(v2)
     position = json.loads(starting_offsets(savepoint))
     assert started == position, f"v2 started reading at {started}, the savepoint is at {position}"
