@@ -20,13 +20,13 @@ import re
 import signal
 import subprocess
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .broker import port_is_free
 from .java import require_java
 from .paths import data_dir
+from .spark_ui import get_json
 
 HOST = "127.0.0.1"
 CLUSTER_SETTINGS = {
@@ -43,7 +43,6 @@ CLUSTER_SETTINGS = {
 }
 START_TIMEOUT_S = 90
 STOP_TIMEOUT_S = 30
-REST_TIMEOUT_S = 60  # an application's REST API answers slowly on a busy machine
 ROLES = {"master": "org.apache.spark.deploy.master.Master", "worker": "org.apache.spark.deploy.worker.Worker"}
 
 
@@ -128,15 +127,10 @@ def _is_ours(pid: int | None, role: str) -> bool:
     return ROLES[role] in cmdline and (launching or f"-Dstreamlab.cluster={home()}" in cmdline)
 
 
-def _get_json(url: str, timeout: float = 5):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.loads(response.read().decode())
-
-
 def master_json(ui_url: str) -> dict | None:
     """The master's ``/json/`` (workers, activeapps, completedapps), or None if it does not answer."""
     try:
-        return _get_json(f"{ui_url}/json/")
+        return get_json(f"{ui_url}/json/")
     except (OSError, ValueError):
         return None
 
@@ -304,29 +298,3 @@ def stop(*, quiet: bool = False) -> bool:
         state.update(master_pid=None, worker_pids=[])
         _state_file().write_text(json.dumps(state))
     return bool(procs)
-
-
-def state_partition_executors(spark, query_id: str):
-    """Which executor ran each state partition of a query, batch by batch (pandas: batch, stage,
-    partition, executor, host), read from the application's REST API (``spark.ui.enabled``): the
-    tasks of the query's stages that read a shuffle, which is where its stateful operator runs."""
-    import pandas as pd
-
-    sc = spark.sparkContext
-    if not sc.uiWebUrl:
-        raise RuntimeError("the Spark UI is off (spark.ui.enabled=false): it is where task placement is read")
-    base = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}"
-    rows = []
-    for job in _get_json(f"{base}/jobs?status=succeeded", timeout=REST_TIMEOUT_S):
-        batch = re.search(rf"id = {re.escape(str(query_id))}\s.*?batch = (\d+)", job.get("description") or "", re.S)
-        for stage_id in job["stageIds"] if batch else []:
-            for attempt in _get_json(f"{base}/stages/{stage_id}", timeout=REST_TIMEOUT_S):
-                if attempt["status"] != "COMPLETE" or not attempt.get("shuffleReadBytes"):
-                    continue
-                tasks = f"{base}/stages/{stage_id}/{attempt['attemptId']}/taskList?length=10000"
-                for task in _get_json(tasks, timeout=REST_TIMEOUT_S):
-                    if task["status"] == "SUCCESS":
-                        rows.append((int(batch.group(1)), stage_id, task.get("partitionId", task["index"]),
-                                     task["executorId"], task["host"]))
-    columns = ["batch", "stage", "partition", "executor", "host"]
-    return pd.DataFrame(sorted(set(rows)), columns=columns)

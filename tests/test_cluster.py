@@ -145,7 +145,7 @@ def _size(text: str) -> int:
 CHECK_CELL = """
 import json as _json
 import sys as _sys
-from streamlab.cluster import state_partition_executors as _placement
+from streamlab.spark_ui import state_partition_executors as _placement
 _sc = spark.sparkContext
 _check = {{"app": _sc.applicationId, "master": _sc.master,
           "executor_python": sorted(set(_sc.parallelize(range(4), 2).map(lambda _: _sys.executable).collect())),
