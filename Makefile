@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 help:
 	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course"
 	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs)"
-	@echo "make check  the fast tier (about a minute, in parallel): every test except executing notebooks, grading"
+	@echo "make check  the fast tier (under a minute, in parallel): every test except executing notebooks, grading"
 	@echo "            whole labs, the Spark cluster and the broker crash test (-m 'not notebooks and not labs and"
 	@echo "            not cluster and not slow'); includes ruff"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/"

@@ -39,11 +39,13 @@ class Status(StrEnum):
 
 @dataclass
 class CellGrade:
-    """nbgrader's score for one test cell."""
+    """nbgrader's score for one test cell: ``score`` is the final one (after the grader's hidden checks),
+    ``auto_score`` what the cell's own tests gave it (None in results written before it was kept)."""
     notebook: str
     grade_id: str
     score: float | None
     max_score: float | None
+    auto_score: float | None = None
 
 
 def _cells(raw: list) -> list[CellGrade]:

@@ -32,7 +32,7 @@ class CellStats:
     grade_id: str
     points: float
     passed: int = 0            # students whose final score for this cell equals its points
-    unconfirmed: int = 0       # students for whom a grader's check naming this cell failed
+    withdrawn: int = 0         # students whose tests passed this cell but a grader's check naming it failed
 
 
 @dataclass
@@ -71,6 +71,17 @@ def cell_passed(result: Result, grade_id: str) -> bool:
     return False
 
 
+def points_withdrawn(result: Result, grade_id: str) -> bool:
+    """Did the cell's own tests give ``result``'s student every point, and a grader's check take them back?
+    (Results written before ``auto_score`` was kept: did a check naming the cell fail?)"""
+    if not any(not c.get("passed") and grade_id in c.get("cells", []) for c in result.checks):
+        return False
+    cell = next((c for c in result.cells if c.grade_id == grade_id), None)
+    if cell is None or cell.auto_score is None:
+        return cell is not None
+    return cell.max_score is not None and cell.auto_score >= cell.max_score
+
+
 def summarise(lab: str, results: list[Result]) -> ClassSummary:
     """The class summary's numbers for ``results`` (one per student)."""
     results = sorted(results, key=lambda r: r.student)
@@ -84,8 +95,7 @@ def summarise(lab: str, results: list[Result]) -> ClassSummary:
             cells.setdefault(cell.grade_id, CellStats(cell.grade_id, float(cell.max_score or 0)))
     for stats in cells.values():
         stats.passed = sum(cell_passed(r, stats.grade_id) for r in results)
-        stats.unconfirmed = sum(
-            any(not c.get("passed") and stats.grade_id in c.get("cells", []) for c in r.checks) for r in results)
+        stats.withdrawn = sum(points_withdrawn(r, stats.grade_id) for r in results)
     summary.cells = list(cells.values())
     return summary
 
@@ -146,10 +156,11 @@ def render(summary: ClassSummary) -> str:
     hardest = min(rates) if len(rates) > 1 else None  # shaded only when some parts were harder than others
     cells = "".join(
         f"<tr{' class=hard' if c.passed == hardest and c.passed < n else ''} data-cell=\"{esc(c.grade_id)}\" "
-        f"data-points=\"{c.points:g}\" data-passed=\"{c.passed}\" data-students=\"{n}\"><td>{esc(c.grade_id)}</td>"
+        f"data-points=\"{c.points:g}\" data-passed=\"{c.passed}\" data-students=\"{n}\" "
+        f"data-withdrawn=\"{c.withdrawn}\"><td>{esc(c.grade_id)}</td>"
         f"<td class=n>{format_points(c.points)}</td><td class=n>{c.passed} / {n}</td>"
         f"<td class=n>{_pct(c.passed, n)}</td><td><span class=bar style='width:{10 * c.passed / n if n else 0:.1f}em'>"
-        f"</span></td><td class=n>{c.unconfirmed}</td></tr>" for c in summary.cells)
+        f"</span></td><td class=n>{c.withdrawn}</td></tr>" for c in summary.cells)
     others = "".join(f"<li>{esc(r.student)}: {esc(str(r.status))}{' - ' + esc(r.detail) if r.detail else ''}</li>"
                      for r in summary.results if r.status != Status.GRADED)
     skipped = (f"<p>Could not read: {esc(', '.join(summary.skipped_files))}</p>" if summary.skipped_files else "")
@@ -173,9 +184,11 @@ td:nth-child(5) {{ width: 10em }} svg {{ max-width: 100% }}
 <table id="statuses"><tr><th>status</th><th>students</th><th>share</th></tr>{statuses}</table>
 <h2>Which parts were hard</h2>
 <p>A test cell passes for a student when it kept all its points, after the grader's hidden checks.
-Students whose notebook could not be scored passed no cell. The hardest part is shaded.</p>
+Students whose notebook could not be scored passed no cell. The hardest part is shaded. The last column
+counts the students whose own tests passed a cell but whose run a hidden check did not confirm: their
+points were withdrawn (see the detail in grades.csv).</p>
 <table id="cells"><tr><th>test cell</th><th>points</th><th>passed</th><th>pass rate</th><th></th>
-<th>failed the grader's checks</th></tr>{cells}</table>
+<th>tests passed, points withdrawn by the grader's checks</th></tr>{cells}</table>
 {'<h2>Not graded normally</h2><ul>' + others + '</ul>' if others else ''}
 {skipped}<p><small>Written {datetime.now().isoformat(timespec="seconds")} from results/ by streamlab grade.</small></p>
 </body></html>

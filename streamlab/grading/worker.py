@@ -137,7 +137,8 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         submission = gradebook.find_submission(lab, student)
         score, max_score = float(submission.score), float(submission.max_score)
-        cells = [CellGrade(notebook=nb.name, grade_id=grade.name, score=grade.score, max_score=grade.max_score)
+        cells = [CellGrade(notebook=nb.name, grade_id=grade.name, score=grade.score, max_score=grade.max_score,
+                           auto_score=grade.auto_score)
                  for nb in submission.notebooks for grade in nb.grades]
     if outcomes:
         add_summary_to_feedback(course / "feedback" / student / lab, outcomes)

@@ -489,6 +489,14 @@ def test_class_summary_agrees_with_grades_csv(graded):
     full = sum(score == graded["max_score"] for score in scores)
     some = sum(score > 0 for score in scores)
     assert all(full <= passed <= some for _, _, passed, _ in cells), (full, some, cells)
+    # the fake passed its own tests in its kernel; the points the grader's checks took back are counted
+    withdrawn = dict(re.findall(r'data-cell="([^"]+)"[^>]*data-withdrawn="(\d+)"', page))
+    fake = grading.Result.from_json((graded["out"] / "results" / "l_fake.json").read_text())
+    taken = {c.grade_id for c in fake.cells if c.auto_score and c.auto_score > (c.score or 0)}
+    assert taken, f"the fake's own tests should pass somewhere: {fake.cells}"
+    assert all(int(withdrawn[gid]) >= 1 for gid in taken), (withdrawn, taken)
+    blank = grading.Result.from_json((graded["out"] / "results" / "f_blank.json").read_text())
+    assert all(not c.auto_score for c in blank.cells), "a blank lab's tests give nothing to withdraw"
     assert "<svg" in page, "the score distribution is drawn in the page"
     links = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)""", page)
     assert not [link for link in links if re.match(r"(https?:)?//", link)], "the page reads offline"
