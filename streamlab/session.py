@@ -9,6 +9,9 @@
 * quiet: no progress bars, and the JVM's log goes to ``driver_log()`` (``.streamlab/logs/``)
   instead of into notebook cells; UTC session time zone;
 * ``state_store="rocksdb"`` picks the RocksDB state store for the queries started afterwards.
+
+Environment: ``STREAMLAB_DRIVER_MEMORY`` (default 1g), ``STREAMLAB_SPARK_UI`` (true/false) and
+``STREAMLAB_DRIVER_JAVA_OPTIONS`` (extra options for the driver JVM, e.g. the test suite's quick JIT).
 """
 from __future__ import annotations
 
@@ -118,7 +121,7 @@ def _classic_builder(builder):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log_conf = PACKAGE_DIR / "conf" / "log4j2.properties"
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
-    driver_opts = java_opts
+    driver_opts = f"{java_opts} {os.environ.get('STREAMLAB_DRIVER_JAVA_OPTIONS', '')}".strip()
     if master.startswith("spark://"):  # a standalone cluster: streamlab.cluster.cluster_conf() says what it adds
         for key, value in cluster.cluster_conf(SHUFFLE_PARTITIONS).items():
             builder = builder.config(key, value)

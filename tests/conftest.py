@@ -2,14 +2,17 @@
 
 Kafka, in this order: ``KAFKA_BOOTSTRAP_SERVERS`` if set; a Kafka container (testcontainers'
 generic container running apache/kafka, the Docker stack's image) when a Docker engine answers and
-the image can be started; otherwise the course's native KRaft broker (started here and stopped at
-the end if it was not already running). All three run the same Kafka version with the same
+the image can be started; otherwise the course's native KRaft broker, started for the run in the
+run's own data folder (below) and stopped at the end. All three run the same Kafka version with the same
 settings (tests/test_kafka_everywhere.py). The chosen address is exported as
 ``KAFKA_BOOTSTRAP_SERVERS`` so that notebooks and graded labs, run in child processes, use it too.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -19,8 +22,18 @@ from contextlib import ExitStack
 import pytest
 
 from streamlab import broker, kafka_settings
+from streamlab.paths import project_root
 
 os.environ.setdefault("STREAMLAB_SPARK_UI", "false")
+
+# A test run keeps its broker, topics, checkpoints and logs in a data folder of its own (workers,
+# notebooks and graded labs inherit it): a learner's broker and checkpoints in .streamlab/ never see
+# the hundreds of topics a run creates, and each run starts an empty broker. Deleted after a run
+# that passed; kept (and named) after one that failed. STREAMLAB_DATA_DIR, if set, is used as it is.
+RUN_DIR_OWNED = "STREAMLAB_DATA_DIR" not in os.environ
+if RUN_DIR_OWNED:
+    os.environ["STREAMLAB_DATA_DIR"] = str(project_root() / ".streamlab" / "test-runs"
+                                           / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
 
 
 def docker_engine_answers() -> tuple[bool, str]:
@@ -93,13 +106,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_test_kafka(stack: ExitStack, say) -> str:
+def start_test_kafka(stack: ExitStack, say, *, wait: bool = True) -> str:
     """Start the Kafka the test run uses and return its address; ``stack`` stops it at the end.
 
     A Kafka container when a Docker engine answers (STREAMLAB_TEST_KAFKA=auto, the default, or
     docker); if the engine answers but the container cannot be started (say, the image cannot be
     pulled offline), ``say`` is told why and the native broker is used. STREAMLAB_TEST_KAFKA=native
-    skips Docker.
+    skips Docker. ``wait=False``: a native broker may still be starting (``broker.wait_ready()``).
     """
     mode = os.environ.get("STREAMLAB_TEST_KAFKA", "auto")
     if mode in ("auto", "docker") and docker_engine_answers()[0]:
@@ -112,7 +125,7 @@ def start_test_kafka(stack: ExitStack, say) -> str:
             say(f"A Docker engine answers, but the {KAFKA_IMAGE} container could not be started "
                 f"({type(err).__name__}: {detail}); the tests use the native broker instead.")
     already_running = broker.status().running
-    state = broker.start(quiet=True)
+    state = broker.start(quiet=True, wait=wait)
     if not already_running:
         stack.callback(broker.stop, quiet=True)
     KAFKA_IN_USE["kind"] = "native"
@@ -133,14 +146,31 @@ def _is_xdist_controller(config) -> bool:
 
 def pytest_configure(config):
     """Under pytest-xdist, the controller starts the one Kafka every worker uses (before the workers
-    start, so they inherit KAFKA_BOOTSTRAP_SERVERS) and stops it at the very end."""
+    start, so they inherit KAFKA_BOOTSTRAP_SERVERS) and stops it at the very end. A native broker
+    starts while the workers collect the tests; no test is handed out before it answers."""
     if not _is_xdist_controller(config) or os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
         return
     stack = ExitStack()
-    servers = start_test_kafka(stack, say=lambda message: _say(config, message))
+    config.stash[_KAFKA_STACK] = stack
+    servers = start_test_kafka(stack, say=lambda message: _say(config, message), wait=False)
     os.environ["KAFKA_BOOTSTRAP_SERVERS"] = servers
     os.environ[KAFKA_KIND_VARIABLE] = KAFKA_IN_USE["kind"]
-    config.stash[_KAFKA_STACK] = stack
+    config.stash[_KAFKA_STARTING] = KAFKA_IN_USE["kind"] == "native"
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """In the controller, when a worker has collected its tests: wait for the broker (once), before
+    any test is scheduled."""
+    if node.config.stash.get(_KAFKA_STARTING, False):
+        node.config.stash[_KAFKA_STARTING] = False
+        try:
+            broker.wait_ready()
+        except broker.BrokerError as err:
+            pytest.exit(f"The test run's Kafka broker did not start: {err}", returncode=3)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.config.stash[_EXIT_STATUS] = exitstatus
 
 
 def pytest_unconfigure(config):
@@ -149,30 +179,62 @@ def pytest_unconfigure(config):
         stack.close()
         os.environ.pop("KAFKA_BOOTSTRAP_SERVERS", None)
         os.environ.pop(KAFKA_KIND_VARIABLE, None)
+    if RUN_DIR_OWNED and not hasattr(config, "workerinput"):
+        run_dir = os.environ["STREAMLAB_DATA_DIR"]
+        if config.stash.get(_EXIT_STATUS, 1) in (0, pytest.ExitCode.NO_TESTS_COLLECTED):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        elif os.path.isdir(run_dir):
+            _say(config, f"this run's broker log, checkpoints and Spark logs are kept in {run_dir}")
 
 
 KAFKA_KIND_VARIABLE = "STREAMLAB_TEST_KAFKA_KIND"  # tells xdist workers which Kafka the controller started
 _KAFKA_STACK = pytest.StashKey[ExitStack]()
+_KAFKA_STARTING = pytest.StashKey[bool]()
+_EXIT_STATUS = pytest.StashKey[int]()
 
 
 # Running in parallel (`pytest -n N`, what `make test` does). Each group of tests goes to one worker as
 # a whole, heaviest first: a lab's grading run (module-scoped, shared by that lab's tests; lab01's
 # robustness run waits out a hanging submission, so it starts first), the Spark cluster (started once),
-# each notebook on its own, then each remaining test module, the slow ones first. (pytest-xdist's own
-# `--dist loadgroup` cannot be used: it renames test ids in a way pytest 9.2 no longer sees.)
+# each notebook on its own, every test that uses the `spark` fixture (one SparkSession for the run),
+# then each remaining test module, the slow ones first. (pytest-xdist's own `--dist loadgroup` cannot
+# be used: it renames test ids in a way pytest 9.2 no longer sees.)
 
-# The test modules that take longest (Spark queries, worker time limits, JVM tools), slowest first, as
-# measured on two cores: started first, they don't leave one worker finishing alone at the end of
-# `make check`. (A module missing here just runs after them; the order is only about speed.)
-SLOW_MODULES = ("tests/test_checkpoint.py", "tests/test_checks.py", "tests/grading/test_warm.py",
-                "tests/test_offsets.py", "tests/grading/test_isolation.py", "tests/test_console.py",
-                "tests/test_cli.py")
+# The test modules that take longest without Spark (worker time limits, JVM tools, releasing labs),
+# slowest first, as measured on two cores: started first, they don't leave one worker finishing alone
+# at the end of `make check`. (A module missing here just runs after them; the order is only about speed.)
+SLOW_MODULES = ("tests/grading/test_warm.py", "tests/test_labs.py", "tests/grading/test_isolation.py",
+                "tests/test_offsets.py", "tests/test_console.py", "tests/test_cli.py",
+                "tests/grading/test_feedback.py", "tests/test_jars.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.cache
+def spark_tests(path: str) -> frozenset[str]:
+    """The test functions in the module at ``path`` (relative to the repository) that use the ``spark``
+    fixture, directly or through a fixture of their module. They all run on one worker, so the suite
+    starts one SparkSession (and warms one JVM up) instead of one per worker. Read from the source, as
+    the scheduler sees only test ids; tests/test_suite_layout.py checks it against pytest's own view."""
+    try:
+        tree = ast.parse(open(os.path.join(ROOT, path), encoding="utf-8").read())
+    except (OSError, SyntaxError):
+        return frozenset()
+    params = {node.name: {arg.arg for arg in node.args.args} for node in ast.walk(tree)
+              if isinstance(node, ast.FunctionDef)}
+    users = {"spark"}
+    while True:  # fixtures of the module that use spark, and the fixtures that use those ...
+        more = {name for name, args in params.items() if args & users} - users
+        if not more:
+            return frozenset(name for name in users if name.startswith("test"))
+        users |= more
 
 
 def group_of(nodeid: str) -> tuple[float, str]:
     """(rank, group) of a test id: lower ranks are handed out first."""
     path, _, name = nodeid.partition("::")
     module = path.rsplit("/", 1)[-1]
+    if name.split("[", 1)[0].rsplit("::", 1)[-1] in spark_tests(path):
+        return 2.5, "spark"
     if module == "test_grade_labs.py":
         lab = name[name.index("[") + 1:name.rindex("]")] if "[" in name else "lab01"  # `robust`: lab01's run
         return (0 if lab.startswith("lab01") else 1), f"grade {lab.split('_')[0]}"
@@ -218,11 +280,19 @@ def kafka_bootstrap(request):
             del os.environ["KAFKA_BOOTSTRAP_SERVERS"]
 
 
+# The tests' own SparkSession runs many short queries: its JVM uses only the quick JIT compiler (C1),
+# which spares the 2 cores the optimizing compiler's warm-up (about 4 s of a `make check`). Notebooks
+# and graded labs, run in kernels of their own, keep Java's defaults.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
 @pytest.fixture(scope="session")
 def spark(kafka_bootstrap):
     import streamlab
 
-    session = streamlab.spark()
+    with pytest.MonkeyPatch.context() as patch:  # only while the JVM starts: kernels don't inherit it
+        patch.setenv("STREAMLAB_DRIVER_JAVA_OPTIONS", QUICK_JIT)
+        session = streamlab.spark()
     yield session
     streamlab.stop_all_queries(session)
     session.stop()

@@ -112,8 +112,10 @@ def test_busy_port_then_crash_then_recovery(own_broker_dir, capsys):
     proc = streamlab("kafka", "status")
     assert proc.returncode == 1 and "has exited" in proc.stdout
 
-    again = broker.start(quiet=True)
-    assert again.running and again.pid != state.pid
+    launched = broker.start(quiet=True, wait=False)  # how the test suite overlaps start-up with collection
+    assert launched.port == state.port and "starting" in launched.detail
+    again = broker.wait_ready()
+    assert again.running and again.pid == launched.pid != state.pid
     assert topic in sl.list_topics()
     assert [r["value"] for r in sl.read_topic(topic)] == ["m0", "m1", "m2"]
     assert broker.log_file().stat().st_size > 0
@@ -154,3 +156,10 @@ def test_a_broker_just_started_is_judged_by_its_process_not_its_command_line():
     gone.wait()
     with pytest.raises(broker.BrokerError, match=r"exited during start-up \(exit status 3\)"):
         broker._wait_ready(gone.pid, free, timeout=5, proc=gone)
+
+
+def test_waiting_for_a_broker_that_was_never_started_says_how_to_start_it(own_broker_dir):
+    from streamlab import broker
+
+    with pytest.raises(broker.BrokerError, match="streamlab kafka start"):
+        broker.wait_ready(timeout=1)

@@ -54,3 +54,14 @@ def test_installed_version_matches_pin(package, pinned):
     except PackageNotFoundError:
         pytest.fail(f"{package} is pinned but not installed: run `make setup`")
     assert installed == pinned
+
+
+def test_reading_a_notebook_does_not_build_iri_parsers():
+    """jsonschema 4.24+ imports rfc3987-syntax, which builds ~38 Earley parsers at import: seconds in
+    every process that reads a notebook. Notebook schemas never use its `iri` formats."""
+    import subprocess
+    import sys
+
+    probe = "import sys, nbformat, nbgrader.converters; print('rfc3987_syntax' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "False", proc.stdout + proc.stderr

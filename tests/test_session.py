@@ -17,6 +17,9 @@ def test_spark_session_is_ready_for_the_course(spark):
     assert "spark-sql-kafka-0-10" in spark.sparkContext.getConf().get("spark.jars")
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert sl.spark() is spark, "one session per process"
+    driver_opts = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+    assert "log4j2.configurationFile=" in driver_opts, "the driver's log goes to the course's log file"
+    assert driver_opts.endswith("-XX:TieredStopAtLevel=1"), "STREAMLAB_DRIVER_JAVA_OPTIONS (conftest) is added"
 
 
 def test_unknown_state_store_is_refused_before_spark_starts():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import SLOW_MODULES, group_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,34 @@ def test_slow_modules_go_before_the_rest_slowest_first():
     assert ranks == sorted(ranks) and 3 <= ranks[0] and ranks[-1] < 4
     assert group_of("tests/test_style.py::test_ruff_finds_nothing")[0] == 4
     assert all((ROOT / path).is_file() for path in SLOW_MODULES), "SLOW_MODULES names a test module that is gone"
+
+
+def test_every_test_that_uses_spark_and_only_those_run_on_the_spark_worker(request):
+    """group_of reads fixtures from the source; pytest knows them: the two must agree on every test."""
+    items = [item for item in request.session.items if hasattr(item, "fixturenames")]
+    uses_spark = {item.nodeid for item in items if "spark" in item.fixturenames}
+    on_spark_worker = {item.nodeid for item in items if group_of(item.nodeid)[1] == "spark"}
+    if not uses_spark:  # this module run on its own; make check and make test collect the whole suite
+        pytest.skip("no collected test uses the spark fixture: run this with the suite")
+    assert on_spark_worker == uses_spark
+
+
+def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
+    import conftest
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef table(spark):\n    return 1\n\n"
+        "def test_a(table):\n    pass\n\ndef test_b(tmp_path):\n    pass\n\n"
+        "def test_c(spark, tmp_path):\n    pass\n")
+    monkeypatch.setattr(conftest, "ROOT", str(tmp_path))
+    conftest.spark_tests.cache_clear()
+    try:
+        assert conftest.spark_tests("tests/test_x.py") == {"test_a", "test_c"}
+        assert group_of("tests/test_x.py::test_a[p1]") == (2.5, "spark")
+        assert group_of("tests/test_x.py::test_b")[1] == "tests/test_x.py"
+    finally:
+        conftest.spark_tests.cache_clear()
 
 
 def test_make_test_runs_in_parallel():

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,8 +89,32 @@ def kill_submission_processes(worker: subprocess.Popen | None, tag: str) -> int:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(list(victims.values()), timeout=10)
+    _wait_until_dead(list(victims.values()), timeout_s=10)
     return len(victims)
+
+
+def _wait_until_dead(procs: list, timeout_s: float) -> None:
+    """Wait until every process in ``procs`` has died. A dead process that is not our child stays a
+    zombie until whoever adopted it reaps it (in some containers PID 1 takes a second or more):
+    dead is dead, so zombies are not waited for. Our own children are reaped."""
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    while procs and time.monotonic() < deadline:
+        living = []
+        for proc in procs:
+            try:
+                if proc.ppid() == os.getpid():
+                    proc.wait(timeout=0)  # reaps it once it has died
+                elif proc.status() != psutil.STATUS_ZOMBIE:
+                    living.append(proc)
+            except psutil.TimeoutExpired:
+                living.append(proc)
+            except psutil.NoSuchProcess:
+                continue
+        procs = living
+        if procs:
+            time.sleep(0.02)
 
 
 def kill_tagged(tag_prefix: str) -> None:
