@@ -58,10 +58,6 @@ def log_file() -> Path:
     return home() / "broker.log"
 
 
-def _state_file() -> Path:
-    return home() / "broker.json"
-
-
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -102,7 +98,7 @@ def _accepts_connections(port: int) -> bool:
 def _read_state() -> dict | None:
     """What broker.json says about the last start (pid, ports), or None if it was never started."""
     try:
-        return json.loads(_state_file().read_text())
+        return json.loads((home() / "broker.json").read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -203,8 +199,7 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
     if current.running:
         stale = stale_settings()
         if not stale:
-            _wait_ready(current.pid, current.port)
-            return status()
+            return wait_ready(pid=current.pid, port=current.port)
         if not quiet:
             changes = ", ".join(f"{key}={old} -> {new}" for key, (old, new) in stale.items())
             print(f"The broker runs with older settings ({changes}); restarting it (its topics are kept).")
@@ -226,7 +221,7 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
     with open(home() / "broker.out", "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=home())
-    _state_file().write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
+    (home() / "broker.json").write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
                                          "started": time.time()}))
     if not quiet:
         print(f"Starting Kafka {KAFKA_VERSION} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)
@@ -237,19 +232,17 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
 _launched: dict[int, subprocess.Popen] = {}  # brokers started by this process, by pid
 
 
-def wait_ready(timeout: float = START_TIMEOUT_S) -> BrokerStatus:
-    """Wait until the broker (say, one started with ``start(wait=False)``) accepts clients."""
-    state = _read_state() or {}
-    if not state.get("pid") or state.get("stopped"):
-        raise BrokerError("The broker is not started: `streamlab kafka start` starts it.")
-    _wait_ready(state["pid"], state["port"], timeout, proc=_launched.get(state["pid"]))
-    return status()
-
-
-def _wait_ready(pid: int, port: int, timeout: float = START_TIMEOUT_S, *,
-                proc: subprocess.Popen | None = None) -> None:
-    """Wait until the broker answers. ``proc``: the broker just started here; asking it whether it
-    exited is exact, where its command line is not (for a moment after the fork it is still ours)."""
+def wait_ready(timeout: float = START_TIMEOUT_S, *, pid: int | None = None, port: int | None = None,
+               proc: subprocess.Popen | None = None) -> BrokerStatus:
+    """Wait until the broker (say, one started with ``start(wait=False)``) accepts clients. A broker
+    started by this process is asked whether it exited (``proc``): exact, where its command line is
+    not (for a moment after the fork it is still Python's)."""
+    if pid is None:
+        state = _read_state() or {}
+        if not state.get("pid") or state.get("stopped"):
+            raise BrokerError("The broker is not started: `streamlab kafka start` starts it.")
+        pid, port = state["pid"], state["port"]
+    proc = proc or _launched.get(pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         exited = proc.poll() is not None if proc is not None else not _is_our_broker(pid)
@@ -260,7 +253,7 @@ def _wait_ready(pid: int, port: int, timeout: float = START_TIMEOUT_S, *,
         if _accepts_connections(port):
             ok, _ = ping(f"127.0.0.1:{port}", timeout_s=5)
             if ok:
-                return
+                return status()
         time.sleep(0.5)
     raise BrokerError(f"The broker did not accept clients within {timeout:.0f}s. "
                       f"Last lines of {log_file()}:\n{_log_tail()}")
@@ -298,7 +291,7 @@ def _mark_stopped() -> None:
     if state is None:
         return
     state.update(pid=None, stopped=True)
-    _state_file().write_text(json.dumps(state))
+    (home() / "broker.json").write_text(json.dumps(state))
 
 
 def reset(*, quiet: bool = False) -> None:

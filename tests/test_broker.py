@@ -148,14 +148,14 @@ def test_a_broker_just_started_is_judged_by_its_process_not_its_command_line():
     try:
         assert not broker._is_our_broker(alive.pid)
         with pytest.raises(broker.BrokerError, match="did not accept clients"):
-            broker._wait_ready(alive.pid, free, timeout=1, proc=alive)
+            broker.wait_ready(1, pid=alive.pid, port=free, proc=alive)
     finally:
         alive.kill()
         alive.wait()
     gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     gone.wait()
     with pytest.raises(broker.BrokerError, match=r"exited during start-up \(exit status 3\)"):
-        broker._wait_ready(gone.pid, free, timeout=5, proc=gone)
+        broker.wait_ready(5, pid=gone.pid, port=free, proc=gone)
 
 
 def test_waiting_for_a_broker_that_was_never_started_says_how_to_start_it(own_broker_dir):
