@@ -158,6 +158,7 @@ def pytest_configure(config):
     config.stash[_KAFKA_STARTING] = KAFKA_IN_USE["kind"] == "native"
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hooks: `-p no:xdist` still works
 def pytest_xdist_node_collection_finished(node, ids):
     """In the controller, when a worker has collected its tests: wait for the broker (once), before
     any test is scheduled."""
@@ -252,6 +253,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: group_of(item.nodeid)[0])  # stable: each group keeps its own order
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Hand out whole groups (``group_of``) in the order collected, not biggest-first."""
     from xdist.scheduler import LoadScopeScheduling
