@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import jars
-from .java import require_java
+from .java import QUICK_JIT, require_java
 from .kafka_settings import BROKER_SETTINGS, KAFKA_VERSION, differences, read_properties
 from .paths import PACKAGE_DIR, data_dir
 
@@ -56,6 +56,10 @@ def home() -> Path:
 
 def log_file() -> Path:
     return home() / "broker.log"
+
+
+def _state_file() -> Path:
+    return home() / "broker.json"
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -98,7 +102,7 @@ def _accepts_connections(port: int) -> bool:
 def _read_state() -> dict | None:
     """What broker.json says about the last start (pid, ports), or None if it was never started."""
     try:
-        return json.loads((home() / "broker.json").read_text())
+        return json.loads(_state_file().read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -177,7 +181,7 @@ def _format_storage(java: str, props: Path) -> None:
         return
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     proc = subprocess.run(
-        [java, "-XX:TieredStopAtLevel=1", "-cp", classpath(), "kafka.tools.StorageTool", "format",
+        [java, QUICK_JIT, "-cp", classpath(), "kafka.tools.StorageTool", "format",
          f"--cluster-id={cluster_id}",
          "-c", str(props), "--ignore-formatted"],
         capture_output=True, text=True, timeout=120,
@@ -213,15 +217,15 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
         print(f"Port {port} is taken by another program; the course's broker uses {chosen} instead.")
     props = _write_config(chosen, controller)
     _format_storage(java, props)
-    # the quick JIT (C1) only: a course broker's loads are small, and it starts about a second sooner
-    cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+    # the quick JIT only: a course broker's loads are small, and it starts about a second sooner
+    cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", QUICK_JIT, "-Djava.awt.headless=true",
            f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-broker-log4j2.yaml'}",
            f"-Dstreamlab.broker.log={log_file()}",
            "-cp", classpath(), "kafka.Kafka", str(props)]
     with open(home() / "broker.out", "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=home())
-    (home() / "broker.json").write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
+    _state_file().write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
                                          "started": time.time()}))
     if not quiet:
         print(f"Starting Kafka {KAFKA_VERSION} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)
@@ -291,7 +295,7 @@ def _mark_stopped() -> None:
     if state is None:
         return
     state.update(pid=None, stopped=True)
-    (home() / "broker.json").write_text(json.dumps(state))
+    _state_file().write_text(json.dumps(state))
 
 
 def reset(*, quiet: bool = False) -> None:

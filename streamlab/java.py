@@ -12,6 +12,9 @@ import subprocess
 from pathlib import Path
 
 SUPPORTED_JAVA = (17, 21)
+# Only the quick JIT compiler (C1): for JVMs whose work is short or light (the course's broker, Kafka's
+# tools, the test suite's Spark driver). They start sooner and leave the cores to the rest.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 JAVA_FIX = (
     "Install a JDK 17 (e.g. `sudo apt install openjdk-17-jdk`, `brew install openjdk@17`, "

@@ -22,6 +22,7 @@ from contextlib import ExitStack
 import pytest
 
 from streamlab import broker, kafka_settings
+from streamlab.java import QUICK_JIT
 from streamlab.paths import project_root
 
 os.environ.setdefault("STREAMLAB_SPARK_UI", "false")
@@ -207,7 +208,7 @@ _EXIT_STATUS = pytest.StashKey[int]()
 SLOW_MODULES = ("tests/grading/test_warm.py", "tests/test_labs.py", "tests/grading/test_isolation.py",
                 "tests/test_offsets.py", "tests/test_console.py", "tests/test_cli.py",
                 "tests/grading/test_feedback.py", "tests/test_jars.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = project_root()
 
 
 @functools.cache
@@ -217,7 +218,7 @@ def spark_tests(path: str) -> frozenset[str]:
     starts one SparkSession (and warms one JVM up) instead of one per worker. Read from the source, as
     the scheduler sees only test ids; tests/test_suite_layout.py checks it against pytest's own view."""
     try:
-        tree = ast.parse(open(os.path.join(ROOT, path), encoding="utf-8").read())
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return frozenset()
     params = {node.name: {arg.arg for arg in node.args.args} for node in ast.walk(tree)
@@ -282,17 +283,14 @@ def kafka_bootstrap(request):
             del os.environ["KAFKA_BOOTSTRAP_SERVERS"]
 
 
-# The tests' own SparkSession runs many short queries: its JVM uses only the quick JIT compiler (C1),
-# which spares the 2 cores the optimizing compiler's warm-up (about 4 s of a `make check`). Notebooks
-# and graded labs, run in kernels of their own, keep Java's defaults.
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
-
-
 @pytest.fixture(scope="session")
 def spark(kafka_bootstrap):
     import streamlab
 
-    with pytest.MonkeyPatch.context() as patch:  # only while the JVM starts: kernels don't inherit it
+    # The tests' own Spark runs many short queries: the quick JIT spares the 2 cores the optimizing
+    # compiler's warm-up (about 4 s of a `make check`). Only while the JVM starts: notebooks and graded
+    # labs, run in kernels of their own, keep Java's defaults.
+    with pytest.MonkeyPatch.context() as patch:
         patch.setenv("STREAMLAB_DRIVER_JAVA_OPTIONS", QUICK_JIT)
         session = streamlab.spark()
     yield session

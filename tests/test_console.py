@@ -13,15 +13,15 @@ import pytest
 
 import streamlab as sl
 from streamlab import console
+from streamlab.java import QUICK_JIT
 
 # Kafka's tools are short-lived JVMs: the quick JIT (C1 only) spares them a second or so of compiling
 # on a small machine; what they do is the same.
-QUICK_JVM = "-XX:TieredStopAtLevel=1"
 
 
 def run(*cmd, input=None, timeout=120):
     return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, input=input,
-                          env=dict(os.environ, JAVA_TOOL_OPTIONS=QUICK_JVM))
+                          env=dict(os.environ, JAVA_TOOL_OPTIONS=QUICK_JIT))
 
 
 def fresh_name(prefix: str) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from streamlab import jars
+from streamlab.java import QUICK_JIT
 
 
 def test_connector_matches_the_spark_line():
@@ -23,7 +24,7 @@ def test_first_run_offline_says_what_to_do(tmp_path):
     env = dict(os.environ, STREAMLAB_CACHE_DIR=str(tmp_path / "cache"),
                JAVA_TOOL_OPTIONS="-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=9 "
                                  "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=9 "
-                                 "-XX:TieredStopAtLevel=1")  # a short-lived JVM: the quick JIT is enough
+                                 f"{QUICK_JIT}")  # a short-lived JVM: the quick JIT is enough
     proc = subprocess.run([sys.executable, "-m", "streamlab", "fetch", "--connector"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2

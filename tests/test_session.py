@@ -8,6 +8,7 @@ import pytest
 
 import streamlab as sl
 from streamlab import session
+from streamlab.java import QUICK_JIT
 
 
 def test_spark_session_is_ready_for_the_course(spark):
@@ -19,7 +20,7 @@ def test_spark_session_is_ready_for_the_course(spark):
     assert sl.spark() is spark, "one session per process"
     driver_opts = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
     assert "log4j2.configurationFile=" in driver_opts, "the driver's log goes to the course's log file"
-    assert driver_opts.endswith("-XX:TieredStopAtLevel=1"), "STREAMLAB_DRIVER_JAVA_OPTIONS (conftest) is added"
+    assert driver_opts.endswith(QUICK_JIT), "STREAMLAB_DRIVER_JAVA_OPTIONS (conftest) is added"
 
 
 def test_unknown_state_store_is_refused_before_spark_starts():

@@ -53,7 +53,7 @@ def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
         "import pytest\n\n@pytest.fixture\ndef table(spark):\n    return 1\n\n"
         "def test_a(table):\n    pass\n\ndef test_b(tmp_path):\n    pass\n\n"
         "def test_c(spark, tmp_path):\n    pass\n")
-    monkeypatch.setattr(conftest, "ROOT", str(tmp_path))
+    monkeypatch.setattr(conftest, "ROOT", tmp_path)
     conftest.spark_tests.cache_clear()
     try:
         assert conftest.spark_tests("tests/test_x.py") == {"test_a", "test_c"}
