@@ -12,7 +12,8 @@ STAMP  := $(VENV)/.installed
 
 help:
 	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course"
-	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs)"
+	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs): the fast tier"
+	@echo "            first, stopping at its first failure, then the heavy tiers ($(HEAVY))"
 	@echo "make check  the fast tier (under a minute, in parallel): every test except executing notebooks, grading"
 	@echo "            whole labs, the Spark cluster and the broker crash test (-m 'not notebooks and not labs and"
 	@echo "            not cluster and not slow'); includes ruff"
@@ -22,13 +23,19 @@ help:
 lab: setup
 	$(BIN)/streamlab lab
 
+# The heavy tiers: executing notebooks, grading whole labs, the Spark cluster, the broker crash test.
+HEAVY := notebooks or labs or cluster or slow
+
 # Tests run in parallel (pytest-xdist, one worker per core): tests/conftest.py starts Kafka once and
 # hands whole groups (a lab's grading run, a notebook, the Spark cluster) to one worker each, heaviest first.
+# `make test` runs the fast tier first and stops at its first failure (a broken import or a lint error
+# costs a minute, not forty), then the heavy tiers.
 test: setup
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY))"
+	$(BIN)/python -m pytest -n auto -m "$(HEAVY)"
 
 check: setup
-	$(BIN)/python -m pytest -n auto -m "not notebooks and not labs and not cluster and not slow" -q
+	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY))" -q
 
 setup: $(STAMP)
 

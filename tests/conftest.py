@@ -25,6 +25,9 @@ from streamlab import broker, kafka_settings
 from streamlab.java import QUICK_JIT
 from streamlab.paths import project_root
 
+# A red run explains itself: each failing test's first error line, the grader's rows, the kept logs
+pytest_plugins = ["red_run"]
+
 os.environ.setdefault("STREAMLAB_SPARK_UI", "false")
 
 # A test run keeps its broker, topics, checkpoints and logs in a data folder of its own (workers,

@@ -63,6 +63,15 @@ def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
         conftest.spark_tests.cache_clear()
 
 
-def test_make_test_runs_in_parallel():
-    recipe = (ROOT / "Makefile").read_text().split("\ntest: setup\n", 1)[1].split("\n", 1)[0]
-    assert "-m pytest -n auto" in recipe
+def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(recipe) == 2, recipe
+    fast, heavy = recipe
+    assert "-m pytest -n auto -x" in fast and '-m "not ($(HEAVY))"' in fast, "stops at the fast tier's first failure"
+    assert "-m pytest -n auto" in heavy and '-m "$(HEAVY)"' in heavy, "the rest: together, every test"
+    assert "-x" not in heavy.split(), "a heavy failure does not hide the others"
+    markers = makefile.split("\nHEAVY := ", 1)[1].split("\n", 1)[0].split(" or ")
+    assert markers == ["notebooks", "labs", "cluster", "slow"]
+    check = makefile.split("\ncheck: setup\n", 1)[1].split("\n", 1)[0]
+    assert '-m "not ($(HEAVY))"' in check, "make check is the fast tier"

@@ -278,7 +278,8 @@ def robust(kafka_bootstrap, tmp_path_factory):
 def _graded(lab, kafka_bootstrap, tmp_path_factory):
     if lab in _RUNS:
         return _RUNS[lab]
-    base = tmp_path_factory.mktemp(lab)
+    # In the run's data folder, which a failed run keeps: the grader's output, logs and feedback stay readable
+    base = Path(os.environ.get("STREAMLAB_DATA_DIR") or tmp_path_factory.mktemp("grading")) / "grading" / lab
     submissions, out = base / "submissions", base / "out"
     paths = build_submissions(lab, submissions)
     before = _snapshot(submissions)
@@ -455,10 +456,12 @@ def test_everyone_gets_feedback_without_hidden_test_code(graded):
 def test_grading_again_skips_what_is_graded(robust):
     graded = robust
     before = {s: dict(r) for s, r in graded["rows"].items()}
-    proc, seconds = run_grade(graded["lab"], graded["submissions"], graded["out"], graded["tag"] + "-again")
+    logs = _snapshot(graded["out"] / "logs")
+    proc, _ = run_grade(graded["lab"], graded["submissions"], graded["out"], graded["tag"] + "-again")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("skipped") == len(graded["paths"]), proc.stdout
-    assert seconds < 60
+    # nothing ran: no worker started (it would write logs/worker<N>.log), no student's kernel (logs/<student>.log)
+    assert _snapshot(graded["out"] / "logs") == logs
     with (graded["out"] / "grades.csv").open(newline="") as handle:
         after = {row["student"]: row for row in csv.DictReader(handle)}
     assert after == before

@@ -17,6 +17,9 @@ from streamlab.grading.isolation import TAG, leftover_processes
 from streamlab.grading.results import Status, WorkerReport
 from streamlab.grading.warm import WORKER, WarmWorker
 
+# Tags unique to this process: sweeps and leftover checks never see another test run's processes
+RUN = f"t{os.getpid()}-warm"
+
 FAKE_WORKER = r'''
 import json, os, subprocess, sys, time
 from multiprocessing.connection import Connection
@@ -40,7 +43,7 @@ while True:
 '''
 
 
-def _worker(tmp_path, tag="t-warm-worker", command=None):
+def _worker(tmp_path, tag=f"{RUN}-worker", command=None):
     env = {**os.environ, TAG: tag}
     return WarmWorker(tag, env=env, cwd=tmp_path, log_path=tmp_path / "worker.log",
                       command=command or [sys.executable, "-c", FAKE_WORKER])
@@ -55,40 +58,40 @@ def test_reports_come_back_and_a_forged_one_is_ignored(tmp_path):
     worker = _worker(tmp_path)
     try:
         for student in ("forged", "plain"):
-            outcome = worker.grade(_request(student, tmp_path, f"t-warm-{student}"),
-                                   student_tag=f"t-warm-{student}", timeout_s=30)
+            outcome = worker.grade(_request(student, tmp_path, f"{RUN}-{student}"),
+                                   student_tag=f"{RUN}-{student}", timeout_s=30)
             assert outcome.report is not None and outcome.report.score == 1.0
             assert not outcome.hit_limit
         assert worker.started == 1, "one process served both students"
     finally:
         worker.close()
-    assert leftover_processes("t-warm-") == []
+    assert leftover_processes(f"{RUN}-") == []
 
 
 def test_the_time_limit_stops_the_worker_and_the_students_processes(tmp_path):
     worker = _worker(tmp_path)
     try:
         started = time.monotonic()
-        outcome = worker.grade(_request("hang", tmp_path, "t-warm-hang"), student_tag="t-warm-hang", timeout_s=3)
+        outcome = worker.grade(_request("hang", tmp_path, f"{RUN}-hang"), student_tag=f"{RUN}-hang", timeout_s=3)
         assert outcome.hit_limit and outcome.report is None
         assert time.monotonic() - started < 60
         assert outcome.killed >= 2, "the worker and the student's `sleep`"
-        assert leftover_processes("t-warm-hang") == []
+        assert leftover_processes(f"{RUN}-hang") == []
         # the next student gets a new worker
-        outcome = worker.grade(_request("plain", tmp_path, "t-warm-next"), student_tag="t-warm-next", timeout_s=30)
+        outcome = worker.grade(_request("plain", tmp_path, f"{RUN}-next"), student_tag=f"{RUN}-next", timeout_s=30)
         assert outcome.report is not None and worker.started == 2
     finally:
         worker.close()
-    assert leftover_processes("t-warm-") == []
+    assert leftover_processes(f"{RUN}-") == []
 
 
 def test_what_a_student_leaves_running_is_swept_and_counted(tmp_path):
     worker = _worker(tmp_path)
     try:
-        outcome = worker.grade(_request("leaves", tmp_path, "t-warm-leaves"), student_tag="t-warm-leaves",
+        outcome = worker.grade(_request("leaves", tmp_path, f"{RUN}-leaves"), student_tag=f"{RUN}-leaves",
                                timeout_s=30)
         assert outcome.report is not None and outcome.killed == 1
-        assert leftover_processes("t-warm-leaves") == []
+        assert leftover_processes(f"{RUN}-leaves") == []
         assert worker.proc is not None and psutil.pid_exists(worker.proc.pid), "the worker itself stays"
     finally:
         worker.close()
@@ -97,7 +100,7 @@ def test_what_a_student_leaves_running_is_swept_and_counted(tmp_path):
 def test_a_worker_that_dies_gives_no_report_and_says_so(tmp_path):
     worker = _worker(tmp_path)
     try:
-        outcome = worker.grade(_request("die", tmp_path, "t-warm-die"), student_tag="t-warm-die", timeout_s=30)
+        outcome = worker.grade(_request("die", tmp_path, f"{RUN}-die"), student_tag=f"{RUN}-die", timeout_s=30)
         assert outcome.report is None and not outcome.hit_limit
         assert "exit status 3" in outcome.detail or "stopped answering" in outcome.detail
     finally:
@@ -107,21 +110,21 @@ def test_a_worker_that_dies_gives_no_report_and_says_so(tmp_path):
 def test_the_real_worker_reports_what_it_cannot_grade_and_serves_on(tmp_path):
     """streamlab.grading.worker --serve: requests it cannot grade (no folder there; a folder but no
     nbgrader course) get grader-error reports, not a dead worker, from one and the same process."""
-    worker = _worker(tmp_path, tag="t-warm-real", command=WORKER)
+    worker = _worker(tmp_path, tag=f"{RUN}-real", command=WORKER)
     expected = {"first": "the worker failed: FileNotFoundError", "second": "nbgrader autograde failed"}
     try:
         for student, why in expected.items():
-            request = _request(student, tmp_path, f"t-warm-real-{student}") | {"course": str(tmp_path / "nothing")}
+            request = _request(student, tmp_path, f"{RUN}-real-{student}") | {"course": str(tmp_path / "nothing")}
             if student == "second":
                 (tmp_path / "nothing").mkdir()
-            outcome = worker.grade(request, student_tag=f"t-warm-real-{student}", timeout_s=120)
+            outcome = worker.grade(request, student_tag=f"{RUN}-real-{student}", timeout_s=120)
             assert outcome.report is not None, outcome.detail
             assert outcome.report.status == Status.ERROR and why in outcome.report.detail
         assert worker.started == 1
         assert (tmp_path / "second.log").read_text().strip(), "nbgrader's error is in the student's log"
     finally:
         worker.close()
-    assert leftover_processes("t-warm-real") == []
+    assert leftover_processes(f"{RUN}-real") == []
 
 
 def test_reports_survive_the_round_trip():
