@@ -159,21 +159,37 @@ def _inspector(**config):
                          allow_auto_create_topics=False, **config)
 
 
-def topics_with_offsets() -> dict[str, dict[int, int]]:
-    """{topic: {partition: end offset}} for every topic but Kafka's internal ones (``__...``)."""
-    from kafka import TopicPartition
+# How long asking for end offsets may take. kafka-python retries a partition whose topic was deleted after it
+# was listed until this runs out (its default is 305 s); then the topics are listed again, at most
+# LISTING_ATTEMPTS times, as long as the failure is a topic that is gone.
+OFFSETS_REQUEST_TIMEOUT_MS = 15_000
+LISTING_ATTEMPTS = 5
 
-    consumer = _inspector()
+
+def topics_with_offsets() -> dict[str, dict[int, int]]:
+    """{topic: {partition: end offset}} for every topic but Kafka's internal ones (``__...``).
+
+    A topic deleted while it is being listed (graders and tests delete topics all the time) is left out:
+    when asking for the end offsets fails and a listed topic is gone, the topics are listed again. A
+    failure while every listed topic still exists is raised."""
+    from kafka import TopicPartition
+    from kafka.errors import KafkaError
+
+    consumer = _inspector(request_timeout_ms=OFFSETS_REQUEST_TIMEOUT_MS)
     try:
-        partitions = [TopicPartition(topic, p) for topic in sorted(consumer.topics()) if not topic.startswith("__")
-                      for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        ends = consumer.end_offsets(partitions) if partitions else {}
+        for attempt in range(1, LISTING_ATTEMPTS + 1):
+            by_topic = {topic: [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+                        for topic in sorted(consumer.topics()) if not topic.startswith("__")}
+            try:
+                ends = consumer.end_offsets([tp for tps in by_topic.values() for tp in tps])
+            except KafkaError:
+                if attempt == LISTING_ATTEMPTS or set(by_topic) <= consumer.topics():
+                    raise  # not a topic that went away while it was listed
+                continue
+            return {topic: {tp.partition: ends[tp] for tp in tps} for topic, tps in by_topic.items() if tps}
     finally:
         consumer.close()
-    table: dict[str, dict[int, int]] = {}
-    for tp in partitions:
-        table.setdefault(tp.topic, {})[tp.partition] = ends[tp]
-    return table
+    raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 def end_offsets(topic: str) -> dict[int, int]:

@@ -8,6 +8,7 @@ run folder. Under pytest-xdist this runs in the controller, from the reports the
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,14 +17,25 @@ GRADING_FIXTURES = ("graded", "robust")  # tests/grading/test_grade_labs.py: one
 DETAIL_CHARS = 240
 
 
+EXCEPTION_LINE = re.compile(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Timeout)\b.*")
+
+
 def first_error_line(report) -> str:
-    """The first line of what went wrong: the exception's message, else the last line of the report."""
+    """The first line of what went wrong: the exception's message, else the last line of the report. A message
+    that is a traceback (say, a child process's stderr) is named by its last exception line."""
     crash = getattr(report.longrepr, "reprcrash", None)
     text = crash.message if crash is not None else str(report.longrepr or "")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return "(no message)"
-    return lines[0] if crash is not None else lines[-1]
+    if crash is None:
+        return lines[-1]
+    head, _, rest = lines[0].partition("Traceback (most recent call last):")
+    if _:
+        raised = [line.strip() for line in text.splitlines()[1:] if EXCEPTION_LINE.match(line)]
+        if raised:
+            return f"{head}{raised[-1]}"
+    return lines[0]
 
 
 def grading_lines(run: dict) -> list[str]:

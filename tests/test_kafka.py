@@ -61,3 +61,38 @@ def test_bootstrap_servers_prefers_the_environment(monkeypatch):
 def test_ping_says_when_nothing_answers():
     ok, detail = kafka.ping("127.0.0.1:9", timeout_s=0.5)
     assert not ok and "unreachable" in detail
+
+
+def test_a_topic_deleted_while_topics_are_listed_is_left_out(kafka_bootstrap, monkeypatch):
+    """Tests and graders delete topics while others list them: the listing leaves a vanished topic out
+    (kafka-python 2.3.0 raised AttributeError there, 2.3.3 waits for it until the request times out)."""
+    from kafka import KafkaConsumer
+
+    kept, doomed = sl.new_topic("listing-kept"), sl.new_topic("listing-doomed")
+    monkeypatch.setattr(kafka, "OFFSETS_REQUEST_TIMEOUT_MS", 2000)
+    real = KafkaConsumer.end_offsets
+    deleted = []
+
+    def delete_first(consumer, partitions):  # the topic goes after it was listed, before its offsets are asked
+        if not deleted:
+            sl.delete_topic(doomed)
+            deleted.append(doomed)
+        return real(consumer, partitions)
+
+    monkeypatch.setattr(KafkaConsumer, "end_offsets", delete_first)
+    listing = kafka.topics_with_offsets()
+    assert deleted == [doomed]
+    assert doomed not in listing and listing[kept] == {0: 0, 1: 0}
+    sl.delete_topic(kept)
+
+
+def test_listing_fails_when_no_topic_went_away(kafka_bootstrap, monkeypatch):
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaTimeoutError
+
+    def times_out(consumer, partitions):
+        raise KafkaTimeoutError("no answer")
+
+    monkeypatch.setattr(KafkaConsumer, "end_offsets", times_out)
+    with pytest.raises(KafkaTimeoutError):
+        kafka.topics_with_offsets()

@@ -43,6 +43,12 @@ def test_plain_failure():
     raise RuntimeError("the broker went away\\nsecond line")
 
 
+def test_a_child_process_failed():
+    stderr = ("Traceback (most recent call last):\\n    File 'x.py', line 1, in <module>\\n      main()\\n"
+              "  AttributeError: 'NoneType' object has no attribute 'invalid_metadata'\\n")
+    assert 1 == 0, stderr
+
+
 @pytest.fixture
 def broken():
     raise OSError("no such folder")
@@ -63,9 +69,11 @@ def test_a_red_run_names_every_failure_its_first_line_the_graders_rows_and_the_k
                            "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    screen = proc.stdout[proc.stdout.index("what failed (3)"):]
+    screen = proc.stdout[proc.stdout.index("what failed (4)"):]
     assert "test_demo.py::test_a_grading_outcome\n    AssertionError: {'student': 'h_slow'" in screen
     assert "test_demo.py::test_plain_failure\n    RuntimeError: the broker went away\n" in screen
+    assert ("test_demo.py::test_a_child_process_failed\n"
+            "    AssertionError: AttributeError: 'NoneType' object has no attribute 'invalid_metadata'\n") in screen
     assert "test_demo.py::test_setup_error (in setup)\n    OSError: no such folder" in screen
     assert "grading lab01_demo: exit status 0, 512 s, output in /somewhere/out" in screen
     assert "  h_slow: timed out, 0/10, 420.3 s - the submission did not finish within 420 s" in screen

@@ -103,8 +103,11 @@ def _student_cell(source: str):
 
 
 HANG_WAIT_S = CELL_TIMEOUT_S - 20
-HANG_START = '''
-endless = spark.readStream.format("rate").load().writeStream.format("noop").start()
+# The endless queries below fire a micro-batch every few seconds, not back to back: a hang costs the grader
+# its time limit, without also taking a core from the work the suite runs beside it.
+IDLE_TRIGGER = 'trigger(processingTime="5 seconds")'
+HANG_START = f'''
+endless = spark.readStream.format("rate").load().writeStream.format("noop").{IDLE_TRIGGER}.start()
 '''
 HANG_WAIT = f'''
 endless.awaitTermination({HANG_WAIT_S})  # each wait is within the per-cell limit; together they are not
@@ -119,13 +122,13 @@ CRASH = '''
 import os, signal
 os.kill(os.getpid(), signal.SIGKILL)
 '''
-LEAK = '''
+LEAK = f'''
 import subprocess
-left_running = spark.readStream.format("rate").option("rowsPerSecond", 5).load().writeStream.format("noop").start()
+left_running = spark.readStream.format("rate").load().writeStream.format("noop").{IDLE_TRIGGER}.start()
 detached = subprocess.Popen(["sleep", "900"], start_new_session=True)  # outlives the kernel unless the grader kills it
 '''
-LOOP = '''
-stuck = spark.readStream.format("rate").load().writeStream.format("noop").start()
+LOOP = f'''
+stuck = spark.readStream.format("rate").load().writeStream.format("noop").{IDLE_TRIGGER}.start()
 stuck.awaitTermination()  # no timeout: the per-cell limit interrupts it
 '''
 

@@ -273,7 +273,7 @@ def test_blank_lab_fails_each_part_with_its_message(run_tag):
 
 
 HANG = """
-endless = spark.readStream.format("rate").load().writeStream.format("noop").start()
+endless = spark.readStream.format("rate").load().writeStream.format("noop").trigger(processingTime="5 seconds").start()
 endless.awaitTermination()  # never returns
 """
 
