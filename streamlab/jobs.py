@@ -176,12 +176,16 @@ class StreamingJob:
 
         Raises ``TimeoutError`` (after killing the job) when it does not come within ``timeout_s``,
         and ``JobFailed`` if the job ends first."""
+        return self._wait_for(batch_id, "sink", timeout_s)
+
+    def _wait_for(self, batch_id: int, what: str, timeout_s: float | None) -> dict:
+        """Wait for the current run's ``what`` report (``sink`` or ``frozen``) of ``batch_id``."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         run = self.runs - 1
         deadline = time.monotonic() + limit
         while True:
             for event in self.events():
-                if event["run"] == run and event["event"] == "sink" and event["batch"] == batch_id:
+                if event["run"] == run and event["event"] == what and event["batch"] == batch_id:
                     return event
             if self._proc is None or self._proc.poll() is not None:
                 code = None if self._proc is None else self._proc.returncode
@@ -201,7 +205,9 @@ class StreamingJob:
         started = time.monotonic()
         self.start(freeze_after_batch=batch)
         try:
-            self.wait_for_batch(batch, timeout_s)
+            # "frozen", not "sink": the job reports the sink, then freezes; killed in between, the
+            # run's report would lack the frozen point (the parent raced the job's next line)
+            self._wait_for(batch, "frozen", timeout_s)
         finally:
             code = self.kill()
         return {"run": self.runs - 1, "batch": batch, "exit_code": code,
