@@ -96,15 +96,36 @@ def list_topics() -> list[str]:
         admin.close()
 
 
+# Kafka deletes a topic in two steps: the controller commits the deletion (when delete_topics returns),
+# then the broker drops the topic from the metadata it answers with, a moment later (seconds on a busy
+# machine). Deleting waits for the second step, at most this long, so that "deleted" means "not listed".
+TOPIC_GONE_WAIT_S = 30
+
+
 def delete_topic(topic: str) -> None:
-    """Delete a topic (no error if it is already gone)."""
+    """Delete a topic (no error if it is already gone); returns once it is no longer listed."""
+    delete_topics([topic])
+
+
+def delete_topics(topics: list[str]) -> None:
+    """Delete these topics (those already gone are no error); returns once none of them is listed.
+    Raises ``TimeoutError`` if one is still listed after ``TOPIC_GONE_WAIT_S``."""
     from kafka.errors import UnknownTopicOrPartitionError
 
+    if not topics:
+        return
     admin = _admin()
     try:
-        admin.delete_topics([topic])
-    except UnknownTopicOrPartitionError:
-        pass
+        for topic in topics:  # one by one: a topic already gone must not keep the others
+            try:
+                admin.delete_topics([topic])
+            except UnknownTopicOrPartitionError:
+                pass
+        deadline = time.monotonic() + TOPIC_GONE_WAIT_S
+        while left := set(topics) & set(admin.list_topics()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"still listed {TOPIC_GONE_WAIT_S} s after they were deleted: {sorted(left)}")
+            time.sleep(0.1)
     finally:
         admin.close()
 
