@@ -94,6 +94,7 @@ class Failures:
             phase = "" if report.when == "call" else f" (in {report.when})"
             self.failures.append((report.nodeid + phase, first_error_line(report), grading))
 
+    @pytest.hookimpl(trylast=True)  # after the slowest durations: right above pytest's short summary
     def pytest_terminal_summary(self, terminalreporter):
         if not self.failures:
             return

@@ -66,10 +66,12 @@ def test_a_red_run_names_every_failure_its_first_line_the_graders_rows_and_the_k
     kept.mkdir()
     env = {**os.environ, "STREAMLAB_DATA_DIR": str(kept)}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
-                           "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                           "--durations=30", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     screen = proc.stdout[proc.stdout.index("what failed (4)"):]
+    assert "slowest" not in screen, "the durations come before, so the block stays on the last screen"
+    assert "short test summary info" in screen
     assert "test_demo.py::test_a_grading_outcome\n    AssertionError: {'student': 'h_slow'" in screen
     assert "test_demo.py::test_plain_failure\n    RuntimeError: the broker went away\n" in screen
     assert ("test_demo.py::test_a_child_process_failed\n"
