@@ -15,8 +15,8 @@ help:
 	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs): the fast tier"
 	@echo "            first, stopping at its first failure, then the heavy tiers ($(HEAVY))"
 	@echo "make check  the fast tier (under a minute, in parallel): every test except executing notebooks, grading"
-	@echo "            whole labs, the Spark cluster and the broker crash test (-m 'not notebooks and not labs and"
-	@echo "            not cluster and not slow'); includes ruff"
+	@echo "            whole labs, the Spark cluster and the broker crash test; includes ruff"
+	@echo "            (-m 'not ($(HEAVY))')"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/"
 	@echo "make kafka-stop   stop the course's Kafka broker"
 

@@ -198,19 +198,20 @@ def topics_with_offsets() -> dict[str, dict[int, int]]:
 
     consumer = _inspector(request_timeout_ms=OFFSETS_REQUEST_TIMEOUT_MS)
     try:
-        for attempt in range(1, LISTING_ATTEMPTS + 1):
+        attempts = 0
+        while True:
+            attempts += 1
             by_topic = {topic: [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
                         for topic in sorted(consumer.topics()) if not topic.startswith("__")}
             try:
                 ends = consumer.end_offsets([tp for tps in by_topic.values() for tp in tps])
             except KafkaError:
-                if attempt == LISTING_ATTEMPTS or set(by_topic) <= consumer.topics():
+                if attempts == LISTING_ATTEMPTS or set(by_topic) <= consumer.topics():
                     raise  # not a topic that went away while it was listed
                 continue
             return {topic: {tp.partition: ends[tp] for tp in tps} for topic, tps in by_topic.items() if tps}
     finally:
         consumer.close()
-    raise AssertionError("unreachable")  # the last attempt returns or raises
 
 
 def end_offsets(topic: str) -> dict[int, int]:

@@ -1,4 +1,4 @@
-"""A red run explains itself (hooks imported by conftest.py).
+"""A red run explains itself (a plugin: conftest.py loads it with ``pytest_plugins``).
 
 When tests fail, the last screen of the run names every failing test with its first error line, the
 grader's rows for each failed lab grading (every student: status, score, seconds and the grader's
@@ -30,8 +30,8 @@ def first_error_line(report) -> str:
         return "(no message)"
     if crash is None:
         return lines[-1]
-    head, _, rest = lines[0].partition("Traceback (most recent call last):")
-    if _:
+    head, traceback, _ = lines[0].partition("Traceback (most recent call last):")
+    if traceback:
         raised = [line.strip() for line in text.splitlines()[1:] if EXCEPTION_LINE.match(line)]
         if raised:
             return f"{head}{raised[-1]}"
