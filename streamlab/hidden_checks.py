@@ -209,14 +209,26 @@ def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
     return results
 
 
-def load_checks(path: str | Path):
-    """Import a lab's ``checks.py`` from its path, as a fresh module."""
-    import importlib.util
+def load_checks(path: str | Path, expected_sha256: str | None = None):
+    """Load a lab's ``checks.py`` as a fresh module, from its bytes: read once, hashed, compiled and run,
+    never through a bytecode cache (a ``__pycache__`` file next to it is not even looked at).
+    ``expected_sha256``: refuse (RuntimeError) if the bytes are not the ones the grader read."""
+    import hashlib
+    import sys
+    import types
 
     path = Path(path)
-    spec = importlib.util.spec_from_file_location(f"hidden_checks_{path.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    source = path.read_bytes()
+    if expected_sha256 and hashlib.sha256(source).hexdigest() != expected_sha256:
+        raise RuntimeError(f"{path} changed since the grader read it")
+    name = f"hidden_checks_{path.parent.name}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses in the checks look their module up there
+    try:
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
+    finally:
+        sys.modules.pop(name, None)
     return module
 
 

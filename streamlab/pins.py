@@ -12,11 +12,11 @@ def requirements_file() -> Path:
 
 
 def read_pins(path: Path | None = None) -> dict[str, str]:
-    """{'pyspark': '4.2.1', ...} from lines like 'pyspark==4.2.1'."""
+    """{'pyspark': '4.2.1', ...} from lines like 'pyspark==4.2.1' (or 'bwrap-bin==0.11.0 ; sys_platform == "linux"')."""
     pins = {}
     for line in (path or requirements_file()).read_text().splitlines():
         line = line.split("#", 1)[0].strip()
-        match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;]+)", line)
+        match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;]+)(\s*;.*)?", line)
         if match:
             pins[match.group(1).lower()] = match.group(2)
     return pins

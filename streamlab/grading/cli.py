@@ -8,6 +8,7 @@ from pathlib import Path
 from .grader import DEFAULT_TIMEOUT_S, Grader
 from .labs import GradingError, release_labs, resolve_lab
 from .results import Status
+from .sandbox import Limits
 from .selfcheck import format_report, run_selfcheck
 from .submissions import find_submissions
 
@@ -21,11 +22,15 @@ def cmd_grade(args) -> int:
             print(f"No submissions found in {args.submissions} (expected <student>.ipynb files or "
                   f"<student>/{lab}/ folders).")
             return 1
+        limits = None if args.no_sandbox else Limits(memory_mb=args.memory_mb, processes=args.max_processes,
+                                                     cpu_seconds=args.cpu_seconds, disk_mb=args.disk_mb)
         grader = Grader(lab, out, timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
-                        force=args.force, jobs=args.jobs)
+                        force=args.force, jobs=args.jobs, sandbox=limits)
         print(f"Grading {len(submissions)} submission(s) of {lab} into {grader.out} "
               f"(limits: {args.timeout:g} s per submission"
-              + (f", {args.cell_timeout:g} s per cell" if args.cell_timeout else "") + ")", flush=True)
+              + (f", {args.cell_timeout:g} s per cell" if args.cell_timeout else "")
+              + (f"; each in a sandbox: {limits.describe()})" if limits else
+                 "; WITHOUT the sandbox: every submission runs with your own powers)"), flush=True)
         started = time.monotonic()
         grader.prepare()
         results = grader.run(submissions)
@@ -75,8 +80,8 @@ def add_grade_command(sub) -> None:
     """Add ``grade``, ``check`` and ``release-labs`` to the ``streamlab`` command's subparsers."""
     grade = sub.add_parser(
         "grade", help="grade students' lab notebooks with nbgrader -> grades.csv and feedback",
-        description="Grade every submission of LAB in SUBMISSIONS, each in its own process, kernel and "
-                    "Spark, with time limits; write OUT/grades.csv and OUT/feedback/<student>.html. "
+        description="Grade every submission of LAB in SUBMISSIONS, each in its own sandbox, kernel and "
+                    "Spark, with time and resource limits; write OUT/grades.csv and OUT/feedback/<student>.html. "
                     "Submitted files are never modified.")
     grade.add_argument("lab", metavar="LAB", help="the lab, e.g. lab01_stateless_vs_stateful (or lab01)")
     grade.add_argument("submissions", metavar="SUBMISSIONS",
@@ -89,6 +94,22 @@ def add_grade_command(sub) -> None:
                        help="seconds allowed per cell (default: nbgrader_config.py, 300)")
     grade.add_argument("--jobs", type=int, default=1,
                        help="submissions graded at the same time (default 1; each needs a core and ~1.5 GB)")
+    box = grade.add_argument_group(
+        "the sandbox", "Each submission's kernel runs sealed off: its own user, processes, network (the broker "
+                       "only) and files (no answer key, no other student, no grading output). A limit it runs "
+                       "into gives the status 'limit exceeded' and 0 points.")
+    defaults = Limits()
+    box.add_argument("--memory-mb", type=int, default=defaults.memory_mb,
+                     help=f"memory of the kernel, Spark and their files (default {defaults.memory_mb})")
+    box.add_argument("--max-processes", type=int, default=defaults.processes,
+                     help=f"processes and threads (default {defaults.processes})")
+    box.add_argument("--cpu-seconds", type=int, default=defaults.cpu_seconds,
+                     help=f"CPU time of all its processes (default {defaults.cpu_seconds})")
+    box.add_argument("--disk-mb", type=int, default=defaults.disk_mb,
+                     help=f"its work folder: checkpoints, Spark's files, /tmp (default {defaults.disk_mb})")
+    box.add_argument("--no-sandbox", action="store_true",
+                     help="run submissions with your own powers (only for code you trust, or where no "
+                          "sandbox can be made); grades.csv and the summary say so")
     grade.set_defaults(func=cmd_grade)
 
     check = sub.add_parser(

@@ -27,9 +27,23 @@ def hide_hidden_tests():
         begin = Unicode("BEGIN HIDDEN TESTS").tag(config=True)
         end = Unicode("END HIDDEN TESTS").tag(config=True)
         note = Unicode("# (hidden tests: run only by the grader)").tag(config=True)
+        withheld = Unicode("[output withheld: it quoted the grader's hidden tests]").tag(config=True)
         enabled = True
 
+        def preprocess(self, nb, resources):
+            # A submission's code sees the hidden tests run in its kernel (an IPython hook can print
+            # each cell's source): any output quoting a line of them is withheld, in every cell.
+            self._hidden_lines = hidden_lines(nb, self.begin, self.end)
+            return super().preprocess(nb, resources)
+
+        def _withhold_quotes(self, cell) -> None:
+            for number, output in enumerate(cell.get("outputs", [])):
+                if quotes_any(output_text(output), self._hidden_lines):
+                    cell.outputs[number] = {"output_type": "stream", "name": "stdout", "text": self.withheld + "\n"}
+
         def preprocess_cell(self, cell, resources, index):
+            if cell.cell_type == "code":
+                self._withhold_quotes(cell)
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade"):
                 return cell, resources
@@ -53,6 +67,39 @@ def hide_hidden_tests():
     return HideHiddenTests
 
 
+MIN_QUOTED = 16  # shorter lines ("assert ok", "print(x)") could be the student's own
+
+
+def hidden_lines(nb, begin: str = "BEGIN HIDDEN TESTS", end: str = "END HIDDEN TESTS") -> set[str]:
+    """The lines of every hidden test region in ``nb`` (stripped; at least ``MIN_QUOTED`` characters)."""
+    found, hidden = set(), False
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for line in cell.source.split("\n"):
+            if begin in line:
+                hidden = True
+            elif end in line:
+                hidden = False
+            elif hidden and len(line.strip()) >= MIN_QUOTED:
+                found.add(line.strip())
+        hidden = False
+    return found
+
+
+def output_text(output) -> str:
+    """All the text an output shows: stream text, every text-like representation, an error's message."""
+    parts = [output.get("text", ""), output.get("ename", ""), output.get("evalue", "")]
+    parts += output.get("traceback", []) or []
+    for value in (output.get("data") or {}).values():
+        parts.append(value if isinstance(value, str) else "\n".join(value) if isinstance(value, list) else "")
+    return "\n".join(p if isinstance(p, str) else "".join(p) for p in parts)
+
+
+def quotes_any(text: str, lines: set[str]) -> bool:
+    return any(line in text for line in lines) if text and lines else False
+
+
 def __getattr__(name: str):
     if name == "HideHiddenTests":
         return hide_hidden_tests()
@@ -68,6 +115,9 @@ STATUS_EXPLANATIONS = {
                     "sys.exit() in a forked process, a killed process, or running out of memory), so it "
                     "could not be graded.",
     Status.INVALID: "The file you submitted could not be read as this lab's Jupyter notebook.",
+    Status.LIMIT: "Your notebook ran into one of the limits every submission runs under (the detail above "
+                  "names it: memory, processes, CPU time or disk), so it was stopped and could not be graded. "
+                  "A lab's reference solution uses a small part of each.",
     Status.ERROR: "The grader failed on your submission for a reason that is not your doing. Your "
                   "instructor has been told and will grade it again.",
 }

@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
@@ -36,18 +37,21 @@ from .hidden import checks_file, file_sha256
 from .isolation import delete_topics, kill_tagged, submission_environment
 from .labs import GradingError, generate_from_solutions, solutions_dir
 from .results import Result, Status, WorkerReport, format_points, write_csv
+from .sandbox import Limits, remove_control_groups, unavailable_reason, unmount
 from .submissions import Submission, check_notebook
 from .summary import write_summary
 from .warm import WarmWorker
 
 DEFAULT_TIMEOUT_S = 900
+DEFAULT_LIMITS = Limits()
 
 
 class Grader:
     def __init__(self, lab: str, out: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  cell_timeout_s: float | None = None, force: bool = False, jobs: int = 1,
-                 run_tag: str | None = None, stream=None):
+                 run_tag: str | None = None, stream=None, sandbox: Limits | None = DEFAULT_LIMITS):
         self.lab = lab
+        self.sandbox = sandbox  # None: --no-sandbox (each submission runs with the grader's own powers)
         self.out = Path(out).resolve()
         self.timeout_s = timeout_s
         self.cell_timeout_s = cell_timeout_s
@@ -76,11 +80,17 @@ class Grader:
     def prepare(self) -> None:
         from nbgrader.api import Gradebook
 
+        if self.sandbox is not None:
+            reason = unavailable_reason()
+            if reason:
+                raise GradingError(f"cannot make the grading sandbox on this machine: {reason}. Grading "
+                                   f"without it (--no-sandbox) runs every submission with your own powers: "
+                                   f"do that only for code you trust")
         for folder in (self.results_dir, self.feedback_dir, self.logs_dir):
             folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
         for path in sorted((solutions_dir() / self.lab).rglob("*")):
-            if path.is_file() and ".ipynb_checkpoints" not in path.parts:
+            if path.is_file() and not {".ipynb_checkpoints", "__pycache__"} & set(path.parts):
                 digest.update(str(path.relative_to(solutions_dir())).encode())
                 digest.update(path.read_bytes())
         digest.update((project_root() / "nbgrader_config.py").read_bytes())
@@ -102,9 +112,12 @@ class Grader:
             return None
         try:
             previous = Result.from_json(path.read_text())
-        except (ValueError, TypeError):
+        except Exception as err:  # noqa: BLE001 - a damaged or foreign file: graded again
+            self.say(f"{submission.student}: {path} is not a result this grader wrote "
+                     f"({type(err).__name__}); grading again")
             return None
         if (previous.sha256 == sha and previous.solution_sha256 == self.solution_sha256
+                and previous.sandboxed == (self.sandbox is not None)
                 and previous.status.is_final and Path(previous.feedback).exists()):
             return previous
         return None
@@ -119,7 +132,8 @@ class Grader:
         result = Result(student=submission.student, status=Status.ERROR, max_score=self.max_score,
                         file=str(submission.origin), sha256=sha, solution_sha256=self.solution_sha256,
                         log=str(self.logs_dir / f"{submission.student}.log"),
-                        graded_at=datetime.now().isoformat(timespec="seconds"))
+                        graded_at=datetime.now().isoformat(timespec="seconds"),
+                        sandboxed=self.sandbox is not None)
         try:
             problems = [p for p in (check_notebook(path) for path in submission.files.values()) if p]
             if problems:
@@ -156,10 +170,13 @@ class Grader:
         student, lab = submission.student, self.lab
         course = self._course_for(submission)
         tag = f"{self.run_tag}-{student}"
-        workdir = Path(tempfile.mkdtemp(prefix=f"streamlab-grade-{student}-"))
+        # not under /tmp: the sandbox's own /tmp is a folder inside it
+        (self.out / "work").mkdir(exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.out / "work"))
         env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
         request = {"lab": lab, "student": student, "course": str(course), "log": result.log,
-                   "env": env, "cell_timeout": self.cell_timeout_s}
+                   "env": env, "cell_timeout": self.cell_timeout_s,
+                   "sandbox": asdict(self.sandbox) if self.sandbox is not None else None}
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:
@@ -181,7 +198,10 @@ class Grader:
         finally:
             self._workers.put(worker)
             delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
+            remove_control_groups(workdir)  # the worker removes them; a worker that was killed could not
+            unmount(workdir)
             shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(course, ignore_errors=True)  # its feedback was copied out
 
     def _worker_pool(self) -> queue.Queue[WarmWorker]:
         """One warm worker per job slot (see ``warm``), made when the first submission needs one."""

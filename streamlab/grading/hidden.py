@@ -67,16 +67,14 @@ def run_hidden_checks(path: Path, expected_sha256: str | None = None, *,
     Spark (``spark``'s session, or one started here) is stopped afterwards, unless ``keep_spark``:
     a warm worker keeps it for the next submission's checks.
 
-    Refuses (raises RuntimeError) if the file changed since the grader read it: a submission
-    runs as the same user and could have rewritten it.
+    Refuses (raises RuntimeError) if the file's bytes are not the ones the grader hashed.
     """
-    if expected_sha256 and file_sha256(path) != expected_sha256:
-        raise RuntimeError(f"{path} changed while the submission ran")
+    checks = load_checks(path, expected_sha256)
     artifacts = Artifacts()
     if spark is not None:
         artifacts.spark = spark.get  # the session started while the notebook ran
     try:
-        results = run_checks(load_checks(path), artifacts)
+        results = run_checks(checks, artifacts)
     finally:
         session = artifacts._spark or (spark.session if spark is not None else None)
         if session is not None and not keep_spark:
@@ -115,6 +113,16 @@ def withdraw_points(gradebook, lab: str, student: str, cells: set[str]) -> None:
         for grade in notebook.grades:
             if grade.name in cells and (grade.score or 0) > 0:
                 grade.manual_score = 0.0
+    gradebook.db.commit()
+
+
+def no_extra_credit(gradebook, lab: str, student: str) -> None:
+    """Extra credit is the instructor's to give by hand, never a submission's: set it to 0 everywhere."""
+    submission = gradebook.find_submission(lab, student)
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            if grade.extra_credit:
+                grade.extra_credit = 0.0
     gradebook.db.commit()
 
 

@@ -26,8 +26,13 @@ TAG = "STREAMLAB_GRADE_TAG"  # environment variable carried by every process gra
 
 
 def topic_prefix(tag: str) -> str:
-    # topic names allow [a-zA-Z0-9._-]; student ids may hold other characters (e-mail addresses)
-    return re.sub(r"[^a-z0-9.-]+", "-", f"{tag}-".lower())
+    """A Kafka topic prefix for ``tag``, different for different tags: topic names allow only
+    [a-zA-Z0-9._-] and student ids may hold other characters (e-mail addresses), so the readable part
+    is followed by a short hash of the exact tag (``Ann``, ``ann`` and ``a_nn`` get different prefixes)."""
+    import hashlib
+
+    readable = re.sub(r"[^a-z0-9.-]+", "-", tag.lower())[:120]
+    return f"{readable}-{hashlib.sha256(tag.encode()).hexdigest()[:8]}-"
 
 
 def submission_environment(tag: str, *, bootstrap: str, workdir: Path) -> dict[str, str]:

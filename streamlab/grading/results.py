@@ -7,6 +7,8 @@ Statuses (grades.csv shows these strings):
                       a cell that cannot be interrupted, or the whole submission hitting --timeout: 0 points
     crashed           the notebook killed its own kernel: 0 points
     invalid notebook  not JSON, not a notebook, or the lab's notebook is missing: 0 points
+    limit exceeded    the submission ran into one of the sandbox's limits (memory, processes, CPU
+                      time, disk; ``detail`` names it): 0 points
     grader error      something failed that is not the student's doing (graded again next run)
 
 The worker (the child process that runs nbgrader for one student) writes a ``WorkerReport`` as
@@ -29,6 +31,7 @@ class Status(StrEnum):
     TIMED_OUT = "timed out"
     CRASHED = "crashed"
     INVALID = "invalid notebook"
+    LIMIT = "limit exceeded"
     ERROR = "grader error"
 
     @property
@@ -112,10 +115,22 @@ class Result:
     feedback: str = ""
     log: str = ""
     graded_at: str = ""
+    sandboxed: bool = True
 
     def __post_init__(self):
         self.status = Status(self.status)
         self.cells = _cells(self.cells)
+        for name in ("score", "max_score", "seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, not {value!r}")
+        if not isinstance(self.sandboxed, bool):
+            raise TypeError("sandboxed must be true or false")
+
+    @property
+    def status_text(self) -> str:
+        """The status as grades.csv shows it: a submission graded without the sandbox says so."""
+        return self.status.value if self.sandboxed else f"{self.status.value} (no sandbox)"
 
     def record(self, report: WorkerReport) -> None:
         """Take the worker's outcome: its score if it has one, else 0 points and why."""
@@ -137,7 +152,10 @@ class Result:
     @classmethod
     def from_json(cls, text: str) -> Result:
         """Raises ValueError or TypeError if ``text`` is not a result this version wrote."""
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError("a result is a JSON object")
+        return cls(**data)
 
 
 def format_points(value: float | None) -> str:
@@ -148,12 +166,21 @@ def format_points(value: float | None) -> str:
 
 
 def write_csv(path: Path, results: list[Result]) -> None:
-    """Write grades.csv (one row per student, sorted by student) atomically."""
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for r in sorted(results, key=lambda r: r.student):
-            writer.writerow([r.student, format_points(r.score), format_points(r.max_score), r.status,
-                             f"{r.seconds:.1f}", r.detail, r.file])
-    tmp.replace(path)
+    """Write grades.csv (one row per student, sorted by student) atomically, through a temporary file of
+    its own (whatever else lies in the folder)."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".grades-", suffix=".csv.tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(CSV_COLUMNS)
+            for r in sorted(results, key=lambda r: r.student):
+                writer.writerow([r.student, format_points(r.score), format_points(r.max_score), r.status_text,
+                                 f"{r.seconds:.1f}", r.detail, r.file])
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -71,6 +71,9 @@ def find_submissions(folder: Path, lab: str) -> list[Submission]:
     return [Submission(student_id(p.stem, taken), {notebooks[0]: p}, p) for p in flat]
 
 
+MAX_NOTEBOOK_BYTES = 64 * 2**20  # far above any lab with its outputs
+
+
 def check_notebook(path: Path) -> str | None:
     """Why ``path`` is not a readable Jupyter notebook, or None if it is one."""
     import nbformat
@@ -81,8 +84,12 @@ def check_notebook(path: Path) -> str | None:
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         return f"{path.name} cannot be read as text ({type(err).__name__})"
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        return f"{path.name} is {len(raw) // 2**20} MB; a lab notebook is at most {MAX_NOTEBOOK_BYTES // 2**20} MB"
     try:
         data = json.loads(raw)
+    except RecursionError:
+        return f"{path.name} is JSON nested too deeply to be a notebook"
     except ValueError as err:
         return f"{path.name} is not JSON ({err})"
     if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
@@ -90,6 +97,8 @@ def check_notebook(path: Path) -> str | None:
     try:
         notebook = nbformat.reads(raw, as_version=4)
         nbformat.validate(notebook)
+    except RecursionError:
+        return f"{path.name} is nested too deeply to be a notebook"
     except Exception as err:  # nbformat raises several kinds of errors for broken notebooks
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return f"{path.name} is not a valid Jupyter notebook ({first})"

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import html
 import io
+import os
 import re
 import statistics
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -163,6 +165,9 @@ def render(summary: ClassSummary) -> str:
         f"</span></td><td class=n>{c.withdrawn}</td></tr>" for c in summary.cells)
     others = "".join(f"<li>{esc(r.student)}: {esc(str(r.status))}{' - ' + esc(r.detail) if r.detail else ''}</li>"
                      for r in summary.results if r.status != Status.GRADED)
+    bare = [r.student for r in summary.results if not r.sandboxed]
+    unsandboxed = (f'<p id="no-sandbox"><b>Graded without the sandbox (--no-sandbox):</b> '
+                   f"{esc(', '.join(bare))}. Their code ran with the grader's own powers.</p>" if bare else "")
     skipped = (f"<p>Could not read: {esc(', '.join(summary.skipped_files))}</p>" if summary.skipped_files else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(summary.lab)}: class summary</title>
@@ -190,7 +195,8 @@ points were withdrawn (see the detail in grades.csv).</p>
 <table id="cells"><tr><th>test cell</th><th>points</th><th>passed</th><th>pass rate</th><th></th>
 <th>tests passed, points withdrawn by the grader's checks</th></tr>{cells}</table>
 {'<h2>Not graded normally</h2><ul>' + others + '</ul>' if others else ''}
-{skipped}<p><small>Written {datetime.now().isoformat(timespec="seconds")} from results/ by streamlab grade.</small></p>
+{unsandboxed}{skipped}<p><small>Written {datetime.now().isoformat(timespec="seconds")} from results/ by streamlab grade.
+</small></p>
 </body></html>
 """
 
@@ -201,7 +207,9 @@ def write_summary(out: Path, lab: str, students: list[str] | None = None) -> Pat
     summary = summarise(lab, results)
     summary.skipped_files = unreadable
     path = Path(out) / "summary.html"
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(summary), encoding="utf-8")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=".summary-", suffix=".html.tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(render(summary))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
     return path

