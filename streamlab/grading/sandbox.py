@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -458,6 +459,26 @@ class Sandbox:
             if usage.free < 4 * 1024 * 1024:
                 hit.append(f"disk ({self.limits.disk_mb} MB)")
         return hit
+
+    @contextmanager
+    def stopped_at_a_limit(self, every_s: float = 1.0):
+        """While the block runs, check the limits every ``every_s`` seconds; at the first one hit, kill
+        everything inside (the kernel dies, nbgrader gives up, the worker reports the limit)."""
+        done = threading.Event()
+
+        def watch():
+            while not done.wait(every_s):
+                if self.limits_hit():
+                    self.stop()
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True, name="sandbox-limits")
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
 
     def stop(self) -> int:
         """Kill whatever still runs inside; returns how many processes were killed."""

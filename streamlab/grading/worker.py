@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -127,8 +127,9 @@ def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, che
     if spark is None and checks is not None:
         spark = SparkStarter()  # ready by the time the checks run
     started, started_at = time.monotonic(), datetime.now(UTC)
-    autograded = run_converter(Autograde, config, assignment=lab, student=student,
-                               force=True, create_student=True)
+    with (box.stopped_at_a_limit() if box is not None else nullcontext()):
+        autograded = run_converter(Autograde, config, assignment=lab, student=student,
+                                   force=True, create_student=True)
     timings = {"autograde_seconds": round(time.monotonic() - started, 1)}
     if box is not None:
         box.stop()  # nothing of the submission runs while its results are read

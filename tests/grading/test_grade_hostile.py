@@ -1,0 +1,318 @@
+"""Hostile submissions, graded for real in one run (marker `labs`): the sandbox holds.
+
+Each attacker is lab 01's blank notebook with one cell of attack on top; it knows every path of the
+machine (the repository, the grading output, the submissions folder), as a student who read the
+README would. Graded in one run, two at a time, with two victims (the reference answers) after them
+and a blank lab last:
+
+    a_points     writes every gradebook it can find, plants a bytecode file for checks.py in solutions/,
+                 and leaves a detached process (new session, empty environment) to rewrite its result later
+    c_secrets    reads the answer key, checks.py, the other submissions, the grader's results and
+                 environment, and prints each test cell's source from a pre_run_cell hook
+    d_hurt       writes the package, nbgrader_config.py, the gradebook template, ~/.ipython startup files,
+                 .git, the venv and the other students' submitted files; kills every process it can see
+    f_memory     allocates 5 GB            -> limit exceeded (memory)
+    g_processes  starts 2000 processes     -> limit exceeded (processes)
+    h_disk       writes 1.2 GB to /tmp     -> limit exceeded (disk)
+    i_network    connects to a listener of this test's own on 127.0.0.1 (never an outside address)
+    j_deep       a notebook nested 100 000 levels deep -> invalid notebook
+    v1, v2       the reference answers -> full marks, after the attackers
+    z_blank      the blank lab -> 0
+
+The output folder also holds junk before the run (a folder where the grader's temporary file goes, a
+result with ``score: "ten"``): reported and graded again, never an aborted run.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from streamlab import grading
+from streamlab.grading.sandbox import unavailable_reason
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = grading.find_labs()[0]
+CANARY = "canary-grader-secret-5150"
+WHY_NOT = unavailable_reason()
+
+pytestmark = [pytest.mark.labs, pytest.mark.timeout(1200),
+              pytest.mark.skipif(WHY_NOT is not None, reason=f"no sandbox here: {WHY_NOT}")]
+
+
+def _name() -> str:
+    return grading.lab_notebooks(LAB)[0]
+
+
+def _with_attack(code: str):
+    nb = grading.released_notebook(LAB, _name())
+    nb.cells.insert(0, nbformat.v4.new_code_cell(code.strip("\n")))
+    return nb
+
+
+def attacks(out: Path, submissions: Path, listener_port: int) -> dict[str, str]:
+    paths = dict(ROOT=str(ROOT), OUT=str(out), SUBS=str(submissions), LAB=LAB)
+    head = "import glob, json, os, signal, socket, sqlite3, subprocess, sys\n" + "".join(
+        f"{k} = {v!r}\n" for k, v in paths.items())
+    return {
+        "a_points": head + '''
+for db in glob.glob(OUT + "/**/gradebook.db", recursive=True):
+    try:
+        with sqlite3.connect(db) as con:
+            con.execute("update grade set extra_credit = 100")
+        print("WROTE", db)
+    except Exception as err:
+        print("no gradebook", type(err).__name__)
+try:
+    os.makedirs(f"{ROOT}/solutions/{LAB}/__pycache__", exist_ok=True)
+    open(f"{ROOT}/solutions/{LAB}/__pycache__/checks.cpython-311.pyc", "wb").write(b"forged")
+    print("WROTE pyc")
+except OSError as err:
+    print("no pyc", err.errno)
+later = (f"import time; time.sleep(30); open({OUT!r} + '/results/a_points.json', 'w').write('{{}}');"
+         f"open({OUT!r} + '/grades.csv', 'a').write('a_points,100,10,graded,1,,x\\\\n')")
+subprocess.Popen([sys.executable, "-c", later], start_new_session=True, env={}, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+''',
+        "c_secrets": head + '''
+def reveal(path):
+    try:
+        if os.path.isdir(path):
+            print("LISTED", path, os.listdir(path))
+        else:
+            print("READ", path, open(path, errors="replace").read()[:3000])
+    except OSError as err:
+        print("denied", path, type(err).__name__)
+for path in [f"{ROOT}/solutions/{LAB}/checks.py", f"{ROOT}/solutions/{LAB}/{LAB}.ipynb", SUBS, OUT,
+             OUT + "/results", OUT + "/course", "/proc/1/environ"]:
+    reveal(path)
+print("ENV", dict(os.environ))
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        print("PROC", pid, open(f"/proc/{pid}/cmdline").read().replace("\\0", " ")[:200])
+    except OSError:
+        pass
+get_ipython().events.register("pre_run_cell", lambda info: print("SOURCE", info.raw_cell))
+''',
+        "d_hurt": head + '''
+import pathlib
+targets = [f"{ROOT}/streamlab/__init__.py", f"{ROOT}/nbgrader_config.py", f"{ROOT}/.git/config",
+           f"{OUT}/course/.template/gradebook.db", f"{SUBS}/v1.ipynb", f"{SUBS}/z_blank.ipynb",
+           os.path.expanduser("~root/.ipython/profile_default/startup/00-evil.py"),
+           "/root/.ipython/profile_default/startup/00-evil.py",
+           os.path.join(sys.prefix, "lib", "python3.11", "site-packages", "evil.pth"),
+           os.path.join(os.environ.get("STREAMLAB_CACHE_DIR", "/"), "jars", "evil.jar")]
+for target in targets:
+    try:
+        pathlib.Path(target).parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a") as f:
+            f.write("\\nimport os; os.kill(os.getpid(), 9)\\n")
+        print("WROTE", target)
+    except OSError as err:
+        print("refused", target, err.errno)
+for pid in sorted((int(p) for p in os.listdir("/proc") if p.isdigit()), reverse=True):
+    if pid not in (os.getpid(), 1):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+''',
+        "f_memory": '''
+hog = [b"\\x01" * (100 * 2**20) for _ in range(50)]
+''',
+        "g_processes": '''
+import subprocess
+procs = [subprocess.Popen(["sleep", "600"]) for _ in range(2000)]
+''',
+        "h_disk": '''
+with open("/tmp/filler", "wb") as f:
+    for _ in range(20):
+        f.write(b"\\x01" * (64 * 2**20))
+''',
+        "i_network": head + f'''
+for host, port in [("127.0.0.1", {listener_port}), ("localhost", {listener_port})]:
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        print("CONNECTED", host, port)
+    except OSError as err:
+        print("no connection", host, port, type(err).__name__)
+''',
+    }
+
+
+class Listener:
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port, self.accepted = self.sock.getsockname()[1], 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _guarded() -> dict[str, str]:
+    """What no submission may change: the package, the answer key, the config, .git's config, ~/.ipython."""
+    state = {}
+    for name, folder in [("streamlab", ROOT / "streamlab"), ("solutions", ROOT / "solutions"),
+                         ("ipython", Path.home() / ".ipython")]:
+        state.update({f"{name}/{k}": v for k, v in _tree(folder).items()})
+    pyc = ROOT / "solutions" / LAB / "__pycache__"
+    state["solutions pyc"] = str(sorted(pyc.iterdir()) if pyc.exists() else [])
+    for path in (ROOT / "nbgrader_config.py", ROOT / ".git" / "config"):
+        state[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return state
+
+
+def _left_behind(out: Path) -> list[str]:
+    import psutil
+
+    left = []
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            where = proc.cwd()
+            text = " ".join(proc.info["cmdline"] or [])
+        except (psutil.Error, OSError):
+            continue
+        if where.startswith(str(out)) or str(out) in text:
+            left.append(f"{proc.info['pid']} {proc.info['name']}")
+    return left
+
+
+@pytest.fixture(scope="module")
+def hostile(kafka_bootstrap, tmp_path_factory):
+    base = Path(os.environ.get("STREAMLAB_DATA_DIR") or tmp_path_factory.mktemp("grading")) / "grading" / "hostile"
+    submissions, out = base / "submissions", base / "out"
+    submissions.mkdir(parents=True)
+    listener = Listener()
+    for student, code in attacks(out, submissions, listener.port).items():
+        nbformat.write(_with_attack(code), submissions / f"{student}.ipynb")
+    reference = grading.reference_notebook(LAB, _name())
+    for student in ("v1", "v2"):
+        nbformat.write(reference, submissions / f"{student}.ipynb")
+    nbformat.write(grading.released_notebook(LAB, _name()), submissions / "z_blank.ipynb")
+    (submissions / "j_deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    (out / "results").mkdir(parents=True)
+    (out / "grades.csv.tmp").mkdir()  # junk where an older grader put its temporary file
+    junk = {"student": "z_blank", "status": "graded", "score": "ten"}
+    (out / "results" / "z_blank.json").write_text(json.dumps(junk))
+    submitted = _tree(submissions)
+    guarded = _guarded()
+    command = [sys.executable, "-m", "streamlab", "grade", LAB, str(submissions), "--out", str(out),
+               "--timeout", "420", "--cell-timeout", "120", "--jobs", "2"]
+    started = time.monotonic()
+    proc = subprocess.run(command, env=dict(os.environ, GRADER_SECRET=CANARY), capture_output=True, text=True,
+                          timeout=1100, cwd=ROOT)
+    print(proc.stdout)
+    print(proc.stderr[-3000:], file=sys.stderr)
+    with (out / "grades.csv").open(newline="") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    return {"proc": proc, "rows": rows, "out": out, "submissions": submissions, "submitted": submitted,
+            "guarded": guarded, "listener": listener, "seconds": time.monotonic() - started}
+
+
+def _row(hostile, student):
+    assert student in hostile["rows"], (student, sorted(hostile["rows"]), hostile["proc"].stdout[-2000:])
+    return hostile["rows"][student]
+
+
+def test_the_run_completes_with_a_row_for_everyone(hostile):
+    assert hostile["proc"].returncode == 0, hostile["proc"].stderr[-3000:]
+    assert set(hostile["rows"]) == {p.stem for p in hostile["submissions"].glob("*.ipynb")}
+
+
+def test_the_victims_after_the_attackers_keep_full_marks(hostile):
+    for student in ("v1", "v2"):
+        row = _row(hostile, student)
+        assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
+
+
+@pytest.mark.parametrize("student", ["a_points", "c_secrets", "d_hurt", "i_network", "z_blank"])
+def test_attackers_earn_nothing(hostile, student):
+    row = _row(hostile, student)
+    assert float(row["score"]) == 0, row
+    result = json.loads((hostile["out"] / "results" / f"{student}.json").read_text())
+    assert result["score"] == 0 and all(not cell["score"] for cell in result["cells"]), result
+
+
+@pytest.mark.parametrize("student,limit", [("f_memory", "memory"), ("g_processes", "processes"), ("h_disk", "disk")])
+def test_a_limit_is_a_named_status(hostile, student, limit):
+    row = _row(hostile, student)
+    assert (row["status"], float(row["score"])) == ("limit exceeded", 0.0), row
+    assert f"limit exceeded: {limit}" in row["detail"], row
+    page = (hostile["out"] / "feedback" / f"{student}.html").read_text()
+    assert "limit exceeded" in page and limit in page
+
+
+def test_a_deeply_nested_file_is_an_invalid_notebook(hostile):
+    row = _row(hostile, "j_deep")
+    assert (row["status"], float(row["score"])) == ("invalid notebook", 0.0), row
+
+
+def test_nothing_outside_the_sandbox_changed(hostile):
+    assert _tree(hostile["submissions"]) == hostile["submitted"], "a submitted file changed"
+    assert _guarded() == hostile["guarded"], "the package, the answer key, the config, .git or ~/.ipython changed"
+
+
+def test_no_process_of_the_run_is_left(hostile):
+    # a_points's detached process (new session, empty environment) would rewrite its result 30 s later
+    assert _left_behind(hostile["out"]) == []
+    assert not (hostile["out"] / "course").exists() or not any((hostile["out"] / "course").glob("a_points"))
+
+
+def test_the_network_holds_nothing_but_the_broker(hostile):
+    assert hostile["listener"].accepted == 0
+
+
+def test_no_secret_reaches_a_feedback_page(hostile):
+    checks_lines = [line.strip() for line in (ROOT / "solutions" / LAB / "checks.py").read_text().splitlines()
+                    if len(line.strip()) > 30]
+    from streamlab.grading.feedback import hidden_lines
+
+    hidden = hidden_lines(nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4))
+    assert hidden and checks_lines
+    for page in (hostile["out"] / "feedback").rglob("*.html"):
+        text = page.read_text()
+        assert CANARY not in text, page
+        assert "LISTED /" not in text and "READ /" not in text, page  # the attack's outputs, not its source
+        leaked = [line for line in [*checks_lines, *hidden] if line in text or _html_escaped(line) in text]
+        assert not leaked, (page.name, leaked[:3])
+    secrets_page = (hostile["out"] / "feedback" / "c_secrets.html").read_text()
+    assert "denied" in secrets_page  # the attack ran, and found nothing
+    assert "withheld" in secrets_page  # the hook's copies of the hidden tests were withheld
+
+
+def _html_escaped(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def test_junk_in_the_output_folder_is_graded_over(hostile):
+    row = _row(hostile, "z_blank")
+    assert row["status"] == "graded"
+    assert "not a result this grader wrote" in hostile["proc"].stdout
