@@ -195,6 +195,16 @@ class ControlGroups:
                 pass
 
 
+def enforced_limits() -> set[str]:
+    """The limits this machine lets the grader enforce and name: memory, processes and CPU time need
+    writable control groups (root); disk needs root (a size-limited tmpfs)."""
+    found = {"disk"} if _is_root() else set()
+    if _is_root():
+        found |= {name for name, controller in (("memory", "memory"), ("processes", "pids"), ("CPU time", "cpuacct"))
+                  if _own_cgroup_dir(controller) is not None}
+    return found
+
+
 def cgroup_name(work: Path) -> str:
     """The control groups' name for the sandbox whose work folder is ``work``."""
     return f"streamlab-{Path(work).name}"
