@@ -1,12 +1,13 @@
 """How close grading a class gets to the lab's own run time. Reports numbers; asserts nothing.
 
-    .venv/bin/python benchmarks/grading_throughput.py [--copies 20] [--jobs 1 2] [--lab lab01]
+    .venv/bin/python benchmarks/grading_throughput.py [--copies 20] [--jobs 1 2] [--lab lab01] [--sandbox both]
 
 1. The lab's own time: the reference solution executed top to bottom by plain nbclient on a fresh
    kernel, in the environment a submission gets (its own topic prefix and data folder), three
    times; the median counts.
 2. Grading: ``streamlab grade`` over ``--copies`` copies of the same reference solution, once for
-   each ``--jobs``; the wall time of the whole run divided by the copies is the time per submission.
+   each ``--jobs`` and each sandbox setting (``--sandbox both``: sandboxed, then ``--no-sandbox``, in the
+   same run); the wall time of the whole run divided by the copies is the time per submission.
 
 Per-submission overhead = time per submission - the lab's own time. Every copy must get full marks,
 or the numbers are not reported as valid.
@@ -50,10 +51,11 @@ def own_time(lab: str, notebook) -> float:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def grade(lab: str, folder: Path, jobs: int, out: Path) -> tuple[float, list[dict]]:
+def grade(lab: str, folder: Path, jobs: int, out: Path, sandboxed: bool = True) -> tuple[float, list[dict]]:
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "streamlab", "grade", lab, str(folder), "--out", str(out),
-                    "--jobs", str(jobs), "--force"], check=True, stdout=subprocess.DEVNULL)
+                    "--jobs", str(jobs), "--force", *([] if sandboxed else ["--no-sandbox"])],
+                   check=True, stdout=subprocess.DEVNULL)
     seconds = time.monotonic() - started
     with (out / "grades.csv").open() as f:
         return seconds, list(csv.DictReader(f))
@@ -65,6 +67,7 @@ def main() -> int:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--own-runs", type=int, default=3)
+    parser.add_argument("--sandbox", choices=["both", "on", "off"], default="both")
     args = parser.parse_args()
     lab = grading.resolve_lab(args.lab)
     name = grading.lab_notebooks(lab)[0]
@@ -80,13 +83,18 @@ def main() -> int:
         folder.mkdir()
         for i in range(args.copies):
             nbformat.write(reference, folder / f"student{i:02d}.ipynb")
-        print(f"{'jobs':>4} {'total s':>8} {'per submission s':>17} {'overhead s':>11}  scores")
+        print(f"{'jobs':>4} {'sandbox':>7} {'total s':>8} {'per submission s':>17} {'overhead s':>11}  scores")
+        modes = {"both": [True, False], "on": [True], "off": [False]}[args.sandbox]
         for jobs in args.jobs:
-            seconds, rows = grade(lab, folder, jobs, Path(tmp) / f"out-jobs{jobs}")
-            per = seconds / args.copies
-            full = sum(1 for r in rows if r["status"] == "graded" and float(r["score"]) == float(r["max_score"]))
-            valid = "" if full == args.copies else "  (NOT VALID: not every copy got full marks)"
-            print(f"{jobs:>4} {seconds:>8.1f} {per:>17.1f} {per - own:>11.1f}  {full}/{args.copies} full marks{valid}")
+            for sandboxed in modes:
+                out = Path(tmp) / f"out-jobs{jobs}-{'sandbox' if sandboxed else 'bare'}"
+                seconds, rows = grade(lab, folder, jobs, out, sandboxed)
+                per = seconds / args.copies
+                full = sum(1 for r in rows if r["status"].startswith("graded")
+                           and float(r["score"]) == float(r["max_score"]))
+                valid = "" if full == args.copies else "  (NOT VALID: not every copy got full marks)"
+                print(f"{jobs:>4} {'yes' if sandboxed else 'no':>7} {seconds:>8.1f} {per:>17.1f} {per - own:>11.1f}  "
+                      f"{full}/{args.copies} full marks{valid}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

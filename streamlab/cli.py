@@ -23,6 +23,7 @@ import time
 from . import broker, cluster, console, jars, kafka
 from .checks import report, run_checks
 from .grading import add_grade_command
+from .grading.sandbox import enforced_limits, unavailable_reason
 from .java import JavaError
 from .paths import project_root
 
@@ -123,9 +124,23 @@ def cmd_cluster(args) -> int:
 def cmd_doctor(args) -> int:
     checks = run_checks(with_spark=not args.quick)
     print(report(checks))
+    print(grading_sandbox_line())
     failed = [c for c in checks if not c.ok]
     print("\nAll checks passed." if not failed else f"\n{len(failed)} check(s) failed: see the hints above.")
     return 1 if failed else 0
+
+
+def grading_sandbox_line() -> str:
+    """For instructors: whether `streamlab grade` can seal submissions off here, and which limits hold.
+    Not a failed check: learners never need it."""
+    why_not = unavailable_reason()
+    if why_not:
+        return f"\n(instructors) grading sandbox: not available: {why_not}"
+    limits = enforced_limits()
+    missing = {"memory", "processes", "CPU time", "disk"} - limits
+    return ("\n(instructors) grading sandbox: available; limits enforced: " + (", ".join(sorted(limits)) or "none")
+            + (f"; not here: {', '.join(sorted(missing))} (they need root and writable control groups)"
+               if missing else ""))
 
 
 def cmd_lab(args) -> int:
