@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import jars
 from .java import QUICK_JIT, require_java
-from .kafka_settings import BROKER_SETTINGS, KAFKA_VERSION, differences, read_properties
+from .kafka_settings import BROKER_SETTINGS, KAFKA_VERSION, SANDBOX_LISTENER, differences, read_properties
 from .paths import PACKAGE_DIR, data_dir
 
 DEFAULT_PORT = 9092
@@ -107,6 +107,11 @@ def _read_state() -> dict | None:
         return None
 
 
+def saved_state() -> dict:
+    """What broker.json says about the last start: pid, port, controller_port, sandbox_port ({} if none)."""
+    return _read_state() or {}
+
+
 def status() -> BrokerStatus:
     """Is the course's native broker running? Says so, and says when it died."""
     state = _read_state()
@@ -125,7 +130,7 @@ def status() -> BrokerStatus:
     return BrokerStatus(True, pid, port, f"running on 127.0.0.1:{port} (pid {pid}){note}")
 
 
-def _write_config(port: int, controller_port: int) -> Path:
+def _write_config(port: int, controller_port: int, sandbox_port: int) -> Path:
     props = home() / "server.properties"
     settings = "".join(f"{key}={value}\n" for key, value in BROKER_SETTINGS.items())
     props.write_text(f"""# Written by streamlab: a single-node KRaft broker for the course (broker + controller).
@@ -133,10 +138,10 @@ def _write_config(port: int, controller_port: int) -> Path:
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},{SANDBOX_LISTENER}://127.0.0.1:{sandbox_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port},{SANDBOX_LISTENER}://127.0.0.1:{sandbox_port}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SANDBOX_LISTENER}:SASL_PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs={home() / 'data'}
 {settings}""")
@@ -215,7 +220,8 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
     controller = _free_port(previous.get("controller_port") or chosen + 1000, avoid={chosen})
     if chosen != port and not quiet:
         print(f"Port {port} is taken by another program; the course's broker uses {chosen} instead.")
-    props = _write_config(chosen, controller)
+    sandbox = _free_port(previous.get("sandbox_port") or chosen + 2, avoid={chosen, controller})
+    props = _write_config(chosen, controller, sandbox)
     _format_storage(java, props)
     # the quick JIT only: a course broker's loads are small, and it starts about a second sooner
     cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", QUICK_JIT, "-Djava.awt.headless=true",
@@ -226,6 +232,7 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=home())
     _state_file().write_text(json.dumps({"pid": proc.pid, "port": chosen, "controller_port": controller,
+                                         "sandbox_port": sandbox,
                                          "started": time.time()}))
     if not quiet:
         print(f"Starting Kafka {KAFKA_VERSION} on 127.0.0.1:{chosen} (log: {log_file()}) ...", flush=True)

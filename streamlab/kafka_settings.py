@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .jars import KAFKA_VERSION
 
-__all__ = ["KAFKA_VERSION", "DOCKER_IMAGE", "BROKER_SETTINGS", "docker_env_name", "docker_env",
+__all__ = ["KAFKA_VERSION", "DOCKER_IMAGE", "BROKER_SETTINGS", "SANDBOX_LISTENER", "docker_env_name", "docker_env",
            "read_properties", "differences"]
 
 DOCKER_IMAGE = f"apache/kafka:{KAFKA_VERSION}"  # the same Kafka, for the Docker stack and the tests
@@ -40,7 +40,18 @@ BROKER_SETTINGS = {
     "transaction.state.log.min.isr": "1",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
+    # Graded submissions talk to Kafka as principals of their own, through a listener named SANDBOX
+    # (SASL/SCRAM) that only the grader connects to; ACLs let each one touch only its own topics. Every
+    # other client (learners, the notebooks, the grader's checks) uses PLAINTEXT as ANONYMOUS, a super
+    # user: nothing changes for them.
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "false",
+    "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+    "listener.name.sandbox.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
 }
+SANDBOX_LISTENER = "SANDBOX"  # the grader's SASL_PLAINTEXT listener (see above)
 
 
 def docker_env_name(setting: str) -> str:

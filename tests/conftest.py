@@ -59,16 +59,17 @@ CONTAINER_START_TIMEOUT_S = 120
 KAFKA_IN_USE = {"kind": None}
 
 
-def kafka_container_env(host: str, host_port: int) -> dict[str, str]:
+def kafka_container_env(host: str, host_port: int, sandbox_port: int) -> dict[str, str]:
     """The environment of the tests' apache/kafka container: one KRaft node (broker and controller)
-    advertised at ``host:host_port``, plus ``BROKER_SETTINGS`` as the image's KAFKA_... variables."""
+    advertised at ``host:host_port`` (and its grading listener, SANDBOX, at ``host:sandbox_port``), plus
+    ``BROKER_SETTINGS`` as the image's KAFKA_... variables."""
     return {
         "KAFKA_NODE_ID": "1",
         "KAFKA_PROCESS_ROLES": "broker,controller",
         "CLUSTER_ID": "UZiCGSqPRbmStPoF5JCGqQ",
-        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
-        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{host}:{host_port}",
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093,SANDBOX://:9094",
+        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{host}:{host_port},SANDBOX://{host}:{sandbox_port}",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SANDBOX:SASL_PLAINTEXT",
         "KAFKA_INTER_BROKER_LISTENER_NAME": "PLAINTEXT",
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
@@ -87,9 +88,11 @@ def container_class():
 
 def start_kafka_container(stack: ExitStack) -> str:
     """Run KAFKA_IMAGE (pulling it if needed) until it answers; ``stack`` removes it at the end."""
-    host, port = "127.0.0.1", _free_port()
-    container = container_class()(KAFKA_IMAGE, env=kafka_container_env(host, port)).with_bind_ports(9092, port)
+    host, port, sandbox_port = "127.0.0.1", _free_port(), _free_port()
+    container = (container_class()(KAFKA_IMAGE, env=kafka_container_env(host, port, sandbox_port))
+                 .with_bind_ports(9092, port).with_bind_ports(9094, sandbox_port))
     servers = f"{host}:{port}"
+    os.environ["STREAMLAB_KAFKA_SANDBOX_SERVERS"] = f"{host}:{sandbox_port}"  # the grader's listener (tenancy)
     try:
         container.start()
         deadline = time.monotonic() + CONTAINER_START_TIMEOUT_S

@@ -438,7 +438,8 @@ def test_kafka_listener_names_are_consistent(services):
     assert not controllers & set(advertised), "the controller listener must not be advertised"
     assert inter_broker in advertised
     assert len({port for _, port in listeners.values()}) == len(listeners), "listener ports collide"
-    assert len(advertised) == 2, "one listener for the host, one for the Docker network"
+    assert set(advertised) == {"HOST", "DOCKER", "SANDBOX"}, "the host, the Docker network, the grader's SASL listener"
+    assert protocols["SANDBOX"] == "SASL_PLAINTEXT"
 
 
 @pytest.mark.parametrize("host_port", [None, "29092"])

@@ -40,6 +40,7 @@ from .results import Result, Status, WorkerReport, format_points, write_csv
 from .sandbox import Limits, remove_control_groups, unavailable_reason, unmount
 from .submissions import Submission, check_notebook
 from .summary import write_summary
+from .tenancy import sandbox_servers
 from .warm import WarmWorker
 
 DEFAULT_TIMEOUT_S = 900
@@ -104,6 +105,13 @@ class Grader:
         with Gradebook(f"sqlite:///{self.template / 'gradebook.db'}") as gradebook:
             self.max_score = float(gradebook.find_assignment(self.lab).max_score)
         self.bootstrap = bootstrap_servers()  # resolved once: every kernel uses this Kafka
+        # the broker's SANDBOX listener: each sandbox's Kafka connections are then a principal's of its own
+        self.kafka_sandbox = sandbox_servers(self.bootstrap) if self.sandbox is not None else None
+        if self.sandbox is not None:
+            self.say(f"Kafka: each submission's own topics only, enforced by Kafka's ACLs ({self.kafka_sandbox})"
+                     if self.kafka_sandbox else
+                     f"Kafka: the broker at {self.bootstrap} has no SANDBOX listener (streamlab's brokers do), so "
+                     f"submissions are kept apart by topic prefix only, not by Kafka")
 
     # -- one student
     def _previous(self, submission: Submission, sha: str) -> Result | None:
@@ -176,7 +184,8 @@ class Grader:
         env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
         request = {"lab": lab, "student": student, "course": str(course), "log": result.log,
                    "env": env, "cell_timeout": self.cell_timeout_s,
-                   "sandbox": asdict(self.sandbox) if self.sandbox is not None else None}
+                   "sandbox": asdict(self.sandbox) if self.sandbox is not None else None,
+                   "kafka_sandbox": self.kafka_sandbox}
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:

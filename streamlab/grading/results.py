@@ -73,13 +73,14 @@ class WorkerReport:
     checks_seconds: float | None = None    # the lab's hidden checks, run in the worker
     cells: list[CellGrade] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)  # each hidden check: name, cells, passed, detail
+    usage: dict = field(default_factory=dict)  # in the sandbox: peak_memory_mb, cpu_seconds, disk_mb
 
     def __post_init__(self):
         self.status = Status(self.status)
         self.cells = _cells(self.cells)
 
     @classmethod
-    def no_result(cls, status: Status, detail: str, **timings: float | None) -> WorkerReport:
+    def no_result(cls, status: Status, detail: str, **timings) -> WorkerReport:
         """A report without a score: timed out, crashed, invalid, or the grader's own failure."""
         return cls(status=Status(status), detail=detail, **timings)
 
@@ -116,6 +117,7 @@ class Result:
     log: str = ""
     graded_at: str = ""
     sandboxed: bool = True
+    usage: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.status = Status(self.status)
@@ -139,6 +141,7 @@ class Result:
         self.cells = list(report.cells)
         self.checks = list(report.checks)
         self.checks_seconds = report.checks_seconds
+        self.usage = dict(report.usage)
         self.status = report.status
         self.detail = report.detail
         if report.scored:

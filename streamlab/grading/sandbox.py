@@ -49,7 +49,7 @@ STATUS_LIMIT = "limit exceeded"
 @dataclass
 class Limits:
     """What one submission may use. Defaults fit every lab's reference solution with room to spare
-    (a lab's kernel + Spark peak at about 1.3 GB, 250 threads, 40 s of CPU, 50 MB on disk)."""
+    (each result records what its submission used: ``usage`` in ``OUT/results/<student>.json``)."""
     memory_mb: int = 4096        # the kernel, Spark's JVM, its Python workers and the work folder's files
     processes: int = 1024        # processes and threads (a Spark JVM alone runs ~200 threads)
     cpu_seconds: int = 900       # CPU time of all its processes together (besides the wall-clock limit)
@@ -57,7 +57,7 @@ class Limits:
 
     def describe(self) -> str:
         return (f"memory {self.memory_mb} MB, {self.processes} processes/threads, "
-                f"CPU {self.cpu_seconds} s per process, disk {self.disk_mb} MB")
+                f"CPU {self.cpu_seconds} s, disk {self.disk_mb} MB")
 
 
 def bwrap() -> str | None:
@@ -259,16 +259,18 @@ def unmount(folder: Path) -> None:
 # ----------------------------------------------------------------------------- the Kafka door
 
 class KafkaDoor:
-    """The sandbox's only way out: a socket file; each connection to it is joined to the broker.
+    """The sandbox's only way out: a socket file; each connection to it is joined to a connection the
+    grader opens to Kafka (``open_outer``: plain TCP to the broker, or, with a principal, an
+    authenticated one to its SANDBOX listener: see ``tenancy``).
 
-    Inside, ``inside`` listens on the broker's port on loopback and joins each connection to the
-    socket file, so a Kafka client inside uses the same ``host:port`` as outside (the broker's
-    advertised address). Outside, this class accepts on the socket file and connects to the broker.
+    Inside, ``sandbox_boot`` listens on the broker's ports on loopback and joins each connection to the
+    socket file, so a Kafka client inside uses the same ``host:port`` as outside.
     """
 
-    def __init__(self, path: Path, broker: tuple[str, int]):
+    def __init__(self, path: Path, open_outer):
         self.path = Path(path)
-        self.broker = broker
+        self.open_outer = open_outer
+        self.failures: list[str] = []
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(self.path))
         os.chmod(self.path, 0o777)  # the sandbox's user connects to it
@@ -283,13 +285,17 @@ class KafkaDoor:
                 inner, _ = self.server.accept()
             except OSError:
                 return
-            try:
-                outer = socket.create_connection(self.broker, timeout=10)
-                outer.settimeout(None)
-            except OSError:
-                inner.close()
-                continue
-            join(inner, outer)
+            threading.Thread(target=self._open, args=(inner,), daemon=True).start()
+
+    def _open(self, inner: socket.socket) -> None:
+        try:
+            outer = self.open_outer()
+            outer.settimeout(None)
+        except Exception as err:  # noqa: BLE001 - the client inside sees a closed connection
+            self.failures.append(f"{type(err).__name__}: {err}")
+            inner.close()
+            return
+        join(inner, outer)
 
     def close(self) -> None:
         self._closed = True
@@ -388,7 +394,8 @@ class Sandbox:
     (the grader's checks read them afterwards; the grader deletes the folder).
     """
 
-    def __init__(self, env: dict[str, str], limits: Limits | None = None):
+    def __init__(self, env: dict[str, str], limits: Limits | None = None, *, principal=None,
+                 sandbox_servers: str | None = None):
         self.limits = limits or Limits()
         self.work = Path(env["STREAMLAB_DATA_DIR"]).parent
         self.runtime = Path(tempfile.mkdtemp(prefix="streamlab-sandbox-"))
@@ -406,13 +413,23 @@ class Sandbox:
         if _is_root():
             os.chown(kernel_dir, self.uid, self.uid)
         host, port = env["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
-        self.door = KafkaDoor(kernel_dir / "kafka.sock", (host, int(port)))
+        ports, hosts = [int(port)], {"localhost", host}
+        if principal is not None and sandbox_servers:
+            # Kafka tenancy by Kafka: every connection authenticates as the slot's principal; the broker
+            # then advertises its SANDBOX listener, which the loopback inside serves too
+            sandbox_host, sandbox_port = sandbox_servers.split(",")[0].rsplit(":", 1)
+            ports.append(int(sandbox_port))
+            hosts.add(sandbox_host)
+            self.door = KafkaDoor(kernel_dir / "kafka.sock", lambda: principal.connect(sandbox_servers))
+        else:
+            self.door = KafkaDoor(kernel_dir / "kafka.sock",
+                                  lambda: socket.create_connection((host, int(port)), timeout=10))
+        self.kafka_tenancy = "acl" if principal is not None and sandbox_servers else "prefix"
         home = self.work / "home"
         (self.runtime / "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
                                              f"student:x:{inner_uid}:{inner_uid}:student:{home}:/bin/sh\n")
         (self.runtime / "group").write_text(f"root:x:0:\nstudent:x:{inner_uid}:\n")
-        hosts = sorted({"localhost", host} - {"127.0.0.1"})
-        (self.runtime / "hosts").write_text(f"127.0.0.1 {' '.join(hosts)}\n")
+        (self.runtime / "hosts").write_text(f"127.0.0.1 {' '.join(sorted(hosts - {'127.0.0.1'}))}\n")
         self.cgroups = ControlGroups(cgroup_name(self.work), self.limits)
         java_home = env.get("JAVA_HOME") or _java_home()
         spec_path = self.runtime / "spec.json"
@@ -429,7 +446,7 @@ class Sandbox:
             "cgroup_procs": self.cgroups.procs_files,
             "env": kernel_env,
             "limits": asdict(self.limits),
-            "broker_port": int(port),
+            "broker_ports": sorted(set(ports)),
             "door": str(kernel_dir / "kafka.sock"),
             "work": str(self.work),
             "make_dirs": [kernel_env["HOME"], kernel_env["STREAMLAB_DATA_DIR"], kernel_env["SPARK_LOCAL_DIRS"]],
@@ -460,6 +477,21 @@ class Sandbox:
     def command(self, *args: str) -> list[str]:
         """A command line that runs ``args`` in this sandbox (what the kernelspec does for the kernel)."""
         return [sys.executable, "-I", "-S", str(BOOT), "launch", str(self.runtime / "spec.json"), "--", *args]
+
+    def usage(self) -> dict:
+        """What the submission used, for choosing limits: peak memory (MB), CPU seconds, disk (MB) now."""
+        found = {}
+        memory, cpu = self.cgroups.dirs.get("memory"), self.cgroups.dirs.get("cpuacct")
+        try:
+            if memory is not None:
+                found["peak_memory_mb"] = round(int((memory / "memory.max_usage_in_bytes").read_text()) / 2**20)
+            if cpu is not None:
+                found["cpu_seconds"] = round(int((cpu / "cpuacct.usage").read_text()) / 1e9, 1)
+        except (OSError, ValueError):
+            pass
+        if self.limited_disk:
+            found["disk_mb"] = round(shutil.disk_usage(self.work).used / 2**20, 1)
+        return found
 
     def limits_hit(self) -> list[str]:
         """The limits this submission ran into: memory, processes, disk."""

@@ -101,10 +101,12 @@ def inside(spec: dict, command: list[str]) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
     for folder in spec["make_dirs"]:
         os.makedirs(folder, exist_ok=True)
-    if os.fork() == 0:  # the loopback end of the Kafka door; it dies with the sandbox
+    if os.fork() == 0:  # the loopback end of the Kafka door, one thread per port; it dies with the sandbox
         try:
             os.setsid()
-            serve_loopback(spec["broker_port"], spec["door"])
+            for port in spec["broker_ports"][1:]:
+                threading.Thread(target=serve_loopback, args=(port, spec["door"]), daemon=True).start()
+            serve_loopback(spec["broker_ports"][0], spec["door"])
         finally:
             os._exit(0)
     env = dict(spec["env"])

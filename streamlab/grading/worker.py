@@ -40,6 +40,7 @@ from .hidden import (
 from .labs import nbgrader_config, run_converter
 from .results import CellGrade, Status, WorkerReport
 from .sandbox import Limits, Sandbox, untrusted_folder
+from .tenancy import Principal
 
 
 def _parse_time(stamp: str) -> datetime:
@@ -93,19 +94,24 @@ def _read_autograded(notebooks: list[Path], started_at: datetime) -> tuple[list[
 def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None = None,
                checks: Path | None = None, checks_sha256: str | None = None, *,
                spark: SparkStarter | None = None, limits: Limits | None = None,
-               sandboxed: bool = True) -> WorkerReport:
+               sandboxed: bool = True, principal: Principal | None = None,
+               kafka_sandbox: str | None = None) -> WorkerReport:
     """nbgrader autograde, the lab's hidden checks (``checks``: its checks.py), then
     generate_feedback, for ``student``'s submission in ``course``.
 
     ``sandboxed``: the student's kernel runs in a ``Sandbox`` (with ``limits``), made from this
     process's environment (the submission's data folder, topic prefix and broker) and gone afterwards.
+    ``principal`` and ``kafka_sandbox`` (the broker's SANDBOX listener): its Kafka connections are the
+    principal's, allowed the submission's topics only (see ``tenancy``); without them, the topic prefix.
     ``spark``: a warm worker's running Spark for the checks (kept afterwards); without it, one is
     started here while the notebook runs, and stopped after the checks."""
     box = None
     saved_env = dict(os.environ)
     try:
         if sandboxed:
-            box = Sandbox(dict(os.environ), limits)
+            if principal is not None:
+                principal.allow_only(os.environ["STREAMLAB_TOPIC_PREFIX"])
+            box = Sandbox(dict(os.environ), limits, principal=principal, sandbox_servers=kafka_sandbox)
             os.environ.update(box.kernel_env())
         return _grade(course, lab, student, cell_timeout, checks, checks_sha256, spark, box)
     finally:
@@ -131,13 +137,16 @@ def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, che
         autograded = run_converter(Autograde, config, assignment=lab, student=student,
                                    force=True, create_student=True)
     timings = {"autograde_seconds": round(time.monotonic() - started, 1)}
+    usage = {}
     if box is not None:
         box.stop()  # nothing of the submission runs while its results are read
+        usage = box.usage()
         hit = box.limits_hit()
         if hit:
             return WorkerReport.no_result(Status.LIMIT, f"limit exceeded: {', '.join(hit)}; the submission "
-                                                        f"was stopped and scores 0", **timings)
+                                                        f"was stopped and scores 0", usage=usage, **timings)
         untrusted_folder(box.work)
+    timings["usage"] = usage
     if not autograded["success"]:
         sys.stderr.write(autograded.get("error", ""))
         status, detail = _why_autograde_failed(autograded["log"] + autograded.get("error", ""),
@@ -218,6 +227,7 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
         # worker's tag, not the first student's (the sweep after that student would kill it).
         spark.get()
     own_env, own_cwd = dict(os.environ), os.getcwd()
+    principal = None  # this slot's Kafka principal, made for the first sandboxed submission
     while True:
         try:
             request = json.loads(channel.recv_bytes())
@@ -229,11 +239,14 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
             os.chdir(request["course"])
             with _output_to(Path(request["log"])):
                 try:
-                    sandbox = request.get("sandbox")
+                    sandbox, kafka_sandbox = request.get("sandbox"), request.get("kafka_sandbox")
+                    if sandbox is not None and kafka_sandbox and principal is None:
+                        principal = Principal(os.environ["KAFKA_BOOTSTRAP_SERVERS"])
                     report = run_worker(Path(request["course"]), request["lab"], request["student"],
                                         request.get("cell_timeout"), checks, checks_sha256, spark=spark,
                                         limits=Limits(**sandbox) if sandbox else None,
-                                        sandboxed=sandbox is not None)
+                                        sandboxed=sandbox is not None, principal=principal,
+                                        kafka_sandbox=kafka_sandbox)
                 except Exception:
                     logging.exception("grading failed")
                     raise
@@ -244,6 +257,8 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
             os.environ.update(own_env)
             os.chdir(own_cwd)
         channel.send_bytes(json.dumps({"nonce": request["nonce"], "report": report.to_json()}).encode())
+    if principal is not None:
+        principal.remove()
     if spark is not None and spark.session is not None:
         stop_spark_and_jvm(spark.session)
 

@@ -15,6 +15,8 @@ and a blank lab last:
     g_processes  starts 2000 processes     -> limit exceeded (processes)
     h_disk       writes 1.2 GB to /tmp     -> limit exceeded (disk)
     i_network    connects to a listener of this test's own on 127.0.0.1 (never an outside address)
+    k_kafka      deletes every topic it can list, then another student's topic by name; writes to it,
+                 plants a topic outside its prefix
     j_deep       a notebook nested 100 000 levels deep -> invalid notebook
     v1, v2       the reference answers -> full marks, after the attackers
     z_blank      the blank lab -> 0
@@ -60,8 +62,8 @@ def _with_attack(code: str):
     return nb
 
 
-def attacks(out: Path, submissions: Path, listener_port: int) -> dict[str, str]:
-    paths = dict(ROOT=str(ROOT), OUT=str(out), SUBS=str(submissions), LAB=LAB)
+def attacks(out: Path, submissions: Path, listener_port: int, guard: str = "guard") -> dict[str, str]:
+    paths = dict(ROOT=str(ROOT), OUT=str(out), SUBS=str(submissions), LAB=LAB, GUARD=guard)
     head = "import glob, json, os, signal, socket, sqlite3, subprocess, sys\n" + "".join(
         f"{k} = {v!r}\n" for k, v in paths.items())
     return {
@@ -147,6 +149,21 @@ for host, port in [("127.0.0.1", {listener_port}), ("localhost", {listener_port}
     except OSError as err:
         print("no connection", host, port, type(err).__name__)
 ''',
+        "k_kafka": head + '''
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
+servers = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
+admin = KafkaAdminClient(bootstrap_servers=servers)
+for attempt in [lambda: admin.delete_topics([t for t in admin.list_topics() if not t.startswith("__")] or [GUARD]),
+                lambda: admin.delete_topics([GUARD]),
+                lambda: KafkaProducer(bootstrap_servers=servers, max_block_ms=5000).send(GUARD, b"x").get(timeout=10),
+                lambda: admin.create_topics([NewTopic(GUARD + "-planted", 1, 1)])]:
+    try:
+        attempt()
+        print("DID IT")
+    except Exception as err:
+        print("refused", type(err).__name__)
+''',
     }
 
 
@@ -209,7 +226,8 @@ def hostile(kafka_bootstrap, tmp_path_factory):
     submissions, out = base / "submissions", base / "out"
     submissions.mkdir(parents=True)
     listener = Listener()
-    for student, code in attacks(out, submissions, listener.port).items():
+    guard = _make_guard_topic(kafka_bootstrap)
+    for student, code in attacks(out, submissions, listener.port, guard).items():
         nbformat.write(_with_attack(code), submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
     for student in ("v1", "v2"):
@@ -232,7 +250,25 @@ def hostile(kafka_bootstrap, tmp_path_factory):
     with (out / "grades.csv").open(newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     return {"proc": proc, "rows": rows, "out": out, "submissions": submissions, "submitted": submitted,
-            "guarded": guarded, "listener": listener, "seconds": time.monotonic() - started}
+            "guarded": guarded, "listener": listener, "seconds": time.monotonic() - started, "guard": guard,
+            "bootstrap": kafka_bootstrap}
+
+
+def _make_guard_topic(servers: str) -> str:
+    """Another student's topic, as the grader's checks would read it: 3 records."""
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+
+    name = f"guard-{os.getpid()}-{int(time.time())}"
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    admin.create_topics([NewTopic(name, 1, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=servers)
+    for i in range(3):
+        producer.send(name, f"record {i}".encode())
+    producer.flush()
+    producer.close()
+    return name
 
 
 def _row(hostile, student):
@@ -251,7 +287,7 @@ def test_the_victims_after_the_attackers_keep_full_marks(hostile):
         assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
 
 
-@pytest.mark.parametrize("student", ["a_points", "c_secrets", "d_hurt", "i_network", "z_blank"])
+@pytest.mark.parametrize("student", ["a_points", "c_secrets", "d_hurt", "i_network", "k_kafka", "z_blank"])
 def test_attackers_earn_nothing(hostile, student):
     row = _row(hostile, student)
     assert float(row["score"]) == 0, row
@@ -319,3 +355,22 @@ def test_junk_in_the_output_folder_is_graded_over(hostile):
     row = _row(hostile, "z_blank")
     assert row["status"] == "graded"
     assert "not a result this grader wrote" in hostile["proc"].stdout
+
+
+def test_other_topics_are_refused_by_kafka(hostile):
+    from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+
+    from streamlab.grading.tenancy import sandbox_servers
+
+    if sandbox_servers(hostile["bootstrap"]) is None:
+        pytest.skip(f"the Kafka at {hostile['bootstrap']} has no SANDBOX listener: tenancy is by prefix only there")
+    assert "Kafka: each submission's own topics only, enforced by Kafka's ACLs" in hostile["proc"].stdout
+    admin = KafkaAdminClient(bootstrap_servers=hostile["bootstrap"])
+    topics = admin.list_topics()
+    assert hostile["guard"] in topics and f"{hostile['guard']}-planted" not in topics
+    consumer = KafkaConsumer(bootstrap_servers=hostile["bootstrap"])
+    partition = TopicPartition(hostile["guard"], 0)
+    assert consumer.end_offsets([partition])[partition] == 3, "a submission wrote to another student's topic"
+    consumer.close()
+    admin.delete_topics([hostile["guard"]])
+    admin.close()

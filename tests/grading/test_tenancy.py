@@ -1,0 +1,139 @@
+"""Kafka tenancy enforced by Kafka: a grading principal touches its own topics only (real broker, no Spark).
+
+Checked twice: with a Kafka client that authenticates as the principal itself (what the broker allows
+it), and from inside a real sandbox, whose client knows no password and goes through the grader's door.
+"""
+from __future__ import annotations
+
+import secrets
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError
+
+from streamlab.grading import sandbox as sb
+from streamlab.grading.tenancy import Principal, sandbox_servers
+
+
+@pytest.fixture(scope="module")
+def listener(kafka_bootstrap):
+    servers = sandbox_servers(kafka_bootstrap)
+    if servers is None:
+        pytest.skip(f"the Kafka at {kafka_bootstrap} has no SANDBOX listener (the course's native broker has one)")
+    return servers
+
+
+@pytest.fixture
+def principal(kafka_bootstrap, listener):
+    made = Principal(kafka_bootstrap)
+    yield made
+    made.remove()
+
+
+@pytest.fixture
+def theirs(kafka_bootstrap):
+    """Another student's topic, with 3 records, created by the grader (ANONYMOUS, a super user)."""
+    name = f"other-student-{secrets.token_hex(3)}"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin.create_topics([NewTopic(name, 1, 1)])
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for i in range(3):
+        producer.send(name, f"secret {i}".encode())
+    producer.flush()
+    producer.close()
+    yield name
+    admin.delete_topics([name])
+    admin.close()
+
+
+def _as(principal: Principal, listener: str) -> dict:
+    return dict(bootstrap_servers=listener, security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                sasl_plain_username=principal.name, sasl_plain_password=principal.password)
+
+
+def test_a_principal_sees_and_changes_only_its_own_topics(principal, listener, theirs, kafka_bootstrap):
+    prefix = f"mine-{secrets.token_hex(3)}-"
+    principal.allow_only(prefix)
+    admin = KafkaAdminClient(**_as(principal, listener))
+    try:
+        admin.create_topics([NewTopic(f"{prefix}a", 1, 1)])
+        assert sorted(admin.list_topics()) == [f"{prefix}a"]  # the other topics are not even listed
+        for attempt in (lambda: admin.create_topics([NewTopic("not-mine", 1, 1)]),
+                        lambda: admin.delete_topics([theirs])):
+            with pytest.raises(KafkaError):
+                attempt()
+    finally:
+        admin.close()
+    consumer = KafkaConsumer(theirs, **_as(principal, listener), auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000)
+    assert list(consumer) == []
+    consumer.close()
+    owner = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    assert theirs in owner.list_topics() and "not-mine" not in owner.list_topics()
+    owner.delete_topics([f"{prefix}a"])
+    owner.close()
+
+
+def test_the_next_student_gets_the_principal_without_the_last_ones_topics(principal, listener, kafka_bootstrap):
+    first, second = f"s1-{secrets.token_hex(3)}-", f"s2-{secrets.token_hex(3)}-"
+    principal.allow_only(first)
+    admin = KafkaAdminClient(**_as(principal, listener))
+    admin.create_topics([NewTopic(f"{first}t", 1, 1)])
+    admin.close()
+    principal.allow_only(second)
+    admin = KafkaAdminClient(**_as(principal, listener))
+    try:
+        assert admin.list_topics() == []
+    finally:
+        admin.close()
+    KafkaAdminClient(bootstrap_servers=kafka_bootstrap).delete_topics([f"{first}t"])
+
+
+@pytest.mark.skipif(sb.unavailable_reason() is not None, reason=f"no sandbox here: {sb.unavailable_reason()}")
+def test_from_inside_the_sandbox_only_its_own_topics(principal, listener, theirs, kafka_bootstrap, tmp_path):
+    prefix = f"boxed-{secrets.token_hex(3)}-"
+    principal.allow_only(prefix)
+    box = sb.Sandbox({"STREAMLAB_DATA_DIR": str(tmp_path / "work" / "data"), "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                      "STREAMLAB_TOPIC_PREFIX": prefix}, principal=principal, sandbox_servers=listener)
+    code = textwrap.dedent(f"""
+        from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+        from kafka.admin import NewTopic
+        servers = {kafka_bootstrap!r}
+        admin = KafkaAdminClient(bootstrap_servers=servers)
+        print("listed", sorted(admin.list_topics()))
+        producer = KafkaProducer(bootstrap_servers=servers, max_block_ms=5000)
+        producer.send({prefix!r} + "own", b"mine").get(timeout=30)
+        print("own topic written")
+        for what, attempt in [("delete", lambda: admin.delete_topics([{theirs!r}])),
+                              ("write", lambda: producer.send({theirs!r}, b"x").get(timeout=10)),
+                              ("create", lambda: admin.create_topics([NewTopic("planted-topic", 1, 1)]))]:
+            try:
+                attempt()
+                print("DID", what)
+            except Exception as err:
+                print("refused", what, type(err).__name__)
+        consumer = KafkaConsumer({theirs!r}, bootstrap_servers=servers, auto_offset_reset="earliest",
+                                 consumer_timeout_ms=3000)
+        print("read", len(list(consumer)))
+    """)
+    try:
+        done = subprocess.run(box.command(sys.executable, "-c", code), capture_output=True, text=True, timeout=180)
+    finally:
+        box.close()
+        box.remove_work()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "listed []" in done.stdout and "own topic written" in done.stdout, done.stdout
+    assert "DID" not in done.stdout and done.stdout.count("refused") == 3, done.stdout
+    assert "read 0" in done.stdout, done.stdout
+    owner = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    topics = owner.list_topics()
+    assert theirs in topics and "planted-topic" not in topics
+    end = KafkaConsumer(bootstrap_servers=kafka_bootstrap)
+    assert end.end_offsets([TopicPartition(theirs, 0)])[TopicPartition(theirs, 0)] == 3
+    end.close()
+    owner.delete_topics([t for t in topics if t.startswith(prefix)])
+    owner.close()
