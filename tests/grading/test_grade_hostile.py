@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -337,7 +339,12 @@ def test_no_secret_reaches_a_feedback_page(hostile):
     for page in (hostile["out"] / "feedback").rglob("*.html"):
         text = page.read_text()
         assert CANARY not in text, page
-        assert "LISTED /" not in text and "READ /" not in text, page  # the attack's outputs, not its source
+        # the attack's outputs (not its source): nothing read, and no folder listed but the empty skeleton
+        # of the path to its own work folder (OUT/work/<its folder>, made to mount that folder)
+        shown = html.unescape(re.sub("<[^>]+>", "", text)).splitlines()
+        listed = [line for line in shown if line.startswith("LISTED /")]
+        assert listed in ([], [f"LISTED {hostile['out']} ['work']"]), listed
+        assert "READ /" not in text, page
         leaked = [line for line in [*checks_lines, *hidden] if line in text or _html_escaped(line) in text]
         assert not leaked, (page.name, leaked[:3])
     secrets_page = (hostile["out"] / "feedback" / "c_secrets.html").read_text()
@@ -346,8 +353,6 @@ def test_no_secret_reaches_a_feedback_page(hostile):
 
 
 def _html_escaped(text: str) -> str:
-    import html
-
     return html.escape(text)
 
 
