@@ -10,6 +10,9 @@ The modules, in the order they build on each other:
     labs         finding labs, the course's nbgrader config, release_labs
     submissions  finding submissions in a folder (two layouts), check_notebook
     isolation    per-submission environment, tagged processes and killing them, topic clean-up
+    sandbox      the sandbox a submission's kernel runs in (bubblewrap, control groups, the Kafka door)
+    sandbox_boot its start, with the standard library only: join the groups, drop privileges, exec
+    tenancy      Kafka principals and ACLs: each sandbox touches its own topics only
     feedback     the HideHiddenTests preprocessor and the page for submissions without feedback
     worker       the child process grading one submission (python -m streamlab.grading.worker)
     grader       Grader: one isolated worker per student, results, feedback, grades.csv

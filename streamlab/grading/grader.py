@@ -1,11 +1,11 @@
-"""Grading a folder of submissions: each in its own kernel, environment and time limit; a result for each.
+"""Grading a folder of submissions: each in its own sandbox, kernel and time limit; a result for each.
 
 The submitted files are never touched: each is copied into a private nbgrader course folder
-(``OUT/course/<student>/``, a copy of the lab's template with its gradebook), and a warm worker
-process (``warm``: one per ``--jobs`` slot, serving students in turn) runs nbgrader there, with the
-student's environment from ``isolation`` and a wall-clock limit: when it runs out, the worker, the
-kernel and the kernel's Spark JVM are killed. A sweep runs after every student, so a query left
-running cannot outlive its submission.
+(``OUT/course/<student>/``, a copy of the lab's template with its gradebook, deleted once the feedback
+is out), and a warm worker process (``warm``: one per ``--jobs`` slot, serving students in turn) runs
+nbgrader there, outside the sandbox; the student's kernel runs inside one (``sandbox``), with a work
+folder ``OUT/work/<student>-*`` and a wall-clock limit: when it runs out, the worker and everything
+the submission started are killed.
 
     OUT/grades.csv                  one row per student (see ``results``)
     OUT/summary.html                the class at a glance: scores, statuses, pass rate per test (``summary``)
