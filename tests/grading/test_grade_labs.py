@@ -407,8 +407,24 @@ def test_submitted_files_are_untouched(graded):
 def test_nothing_is_left_running(graded):
     # the tag reached the kernels and their JVMs while they ran ...
     assert "java" in graded["seen"], f"no JVM carried the grading tag: {graded['seen']}"
-    # ... and no process carrying it (kernel, JVM, the leaky student's `sleep`) survived the run
+    # ... and no process carrying it (the workers, the checks' JVM) survived the run
     assert grading.leftover_processes(graded["tag"]) == []
+    # nor anything of the sandboxes (kernel, JVM, the leaky student's `sleep`): they carry no tag, and
+    # ran in the run's work folders
+    assert _running_in(graded["out"]) == []
+
+
+def _running_in(folder: Path) -> list[str]:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "name"]):
+        try:
+            if proc.cwd().startswith(str(folder)):
+                found.append(f"{proc.info['pid']} {proc.info['name']}")
+        except (psutil.Error, OSError):
+            continue
+    return found
 
 
 def test_students_topics_are_deleted(graded):
