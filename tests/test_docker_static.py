@@ -26,6 +26,7 @@ DOCKER_DIR = ROOT / "docker"
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
 DOCKERFILE = DOCKER_DIR / "Dockerfile"
 ENTRYPOINT = DOCKER_DIR / "entrypoint.sh"
+DOCKER_README = DOCKER_DIR / "README.md"
 DOCKERIGNORE = ROOT / ".dockerignore"
 REQUIREMENTS = ROOT / "requirements.txt"
 SCHEMA_FILE = Path(__file__).resolve().parent / "data" / "compose-spec.json"
@@ -368,11 +369,15 @@ def test_course_services_share_one_image_built_from_the_dockerfile(services):
 
 def test_image_user_is_a_build_argument_not_a_runtime_uid(services):
     """Spark looks the user's name up; a runtime `user:` with a UID the image does not know
-    breaks that, so the UID is baked in at build time instead."""
+    breaks that, so the UID is baked in at build time instead. The one exception is the grader,
+    which runs as root (a user every image knows) to make the grading sandbox."""
     declared = {args.split("=", 1)[0] for kw, args in dockerfile_instructions() if kw == "ARG"}
     for name in COURSE_SERVICES:
         svc = services[name]
-        assert "user" not in svc, f"{name}: set STREAMLAB_UID/STREAMLAB_GID (build args), not user:"
+        if name == "grader":
+            assert str(svc.get("user")) == "0:0", "the grader runs as root, or not as a runtime UID at all"
+        else:
+            assert "user" not in svc, f"{name}: set STREAMLAB_UID/STREAMLAB_GID (build args), not user:"
         build_args = svc["build"].get("args") or {}
         assert {"STREAMLAB_UID", "STREAMLAB_GID"} <= set(build_args), name
         assert set(build_args) <= declared, f"{name}: build args the Dockerfile does not declare"
@@ -679,12 +684,104 @@ def test_grader_reaches_only_kafka_over_an_internal_network(compose, services):
     assert any(not (networks.get(n) or {}).get("internal") for n in services[KAFKA]["networks"])
 
 
-def test_grader_runs_streamlab_grade_unprivileged(services):
+def test_grader_runs_streamlab_grade_never_privileged(services):
     grader = services["grader"]
-    assert grader["command"][:2] == ["streamlab", "grade"]
-    assert "ALL" in grader.get("cap_drop", [])
+    assert grader["command"] == ["streamlab", "grade", "--help"]
+    assert grader.get("cap_drop") == ["ALL"]
     assert "no-new-privileges:true" in grader.get("security_opt", [])
     assert "privileged" not in grader
+    for key in ("pid", "ipc", "userns_mode", "devices", "network_mode", "cgroup"):
+        assert key not in grader, f"the grader must not set {key}"
+
+
+# What making streamlab's sandbox (bubblewrap, as root, without a user namespace) takes inside the
+# grader's container; docker/compose.yaml and docker/README.md say why each one is needed.
+GRADER_CAPABILITIES = {"SYS_ADMIN", "NET_ADMIN", "SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"}
+GRADER_SECURITY_OPT = {"seccomp=unconfined", "apparmor=unconfined", "no-new-privileges:true"}
+
+
+def test_grader_has_exactly_what_the_sandbox_needs(services):
+    grader = services["grader"]
+    assert str(grader.get("user")) == "0:0", "bubblewrap makes the sandbox with real capabilities, as root"
+    assert grader["cap_drop"] == ["ALL"]
+    assert len(grader["cap_add"]) == len(set(grader["cap_add"]))
+    assert {c.upper().removeprefix("CAP_") for c in grader["cap_add"]} == GRADER_CAPABILITIES
+    assert set(grader["security_opt"]) == GRADER_SECURITY_OPT
+    assert len(grader["security_opt"]) == len(GRADER_SECURITY_OPT)
+    assert grader["pids_limit"] and memory_limit(grader)
+
+
+def test_only_the_grader_has_extra_privileges(services):
+    for name, svc in services.items():
+        if name == "grader":
+            continue
+        assert "cap_add" not in svc, f"{name} adds capabilities"
+        assert "privileged" not in svc, name
+        for option in svc.get("security_opt", []):
+            assert "unconfined" not in option, f"{name}: {option}"
+
+
+def test_docker_readme_explains_every_grader_privilege():
+    section = DOCKER_README.read_text(encoding="utf-8").split("## Profile `grader`", 1)[1].split("\n## ", 1)[0]
+    for cap in GRADER_CAPABILITIES:
+        assert f"`{cap}`" in section, f"docker/README.md does not say why the grader needs {cap}"
+    for option in ("seccomp=unconfined", "apparmor=unconfined", "no-new-privileges", '"0:0"', "--no-sandbox"):
+        assert option in section, f"docker/README.md does not mention {option}"
+
+
+def parse_volume(entry) -> tuple[str, str, bool]:
+    """Short ('source:target[:options]') or long volume syntax -> (source, target, read_only)."""
+    if isinstance(entry, dict):
+        return str(entry.get("source", "")), str(entry["target"]), bool(entry.get("read_only"))
+    parts = str(entry).split(":")
+    if len(parts) == 1:
+        return "", parts[0], False
+    options = parts[2].split(",") if len(parts) > 2 else []
+    return parts[0], parts[1], "ro" in options
+
+
+def test_volume_parser():
+    assert parse_volume("..:/course:ro") == ("..", "/course", True)
+    assert parse_volume("../grades:/grades") == ("../grades", "/grades", False)
+    assert parse_volume("data:/data:rw,z") == ("data", "/data", False)
+    assert parse_volume({"type": "bind", "source": "..", "target": "/c", "read_only": True}) == ("..", "/c", True)
+
+
+def under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def test_grader_mounts_the_course_read_only(services):
+    workdir = [args for kw, args in dockerfile_instructions() if kw == "WORKDIR"][-1]
+    mounts = [parse_volume(v) for v in services["grader"]["volumes"]]
+    course = [m for m in mounts if m[0] == ".."]
+    assert course == [("..", workdir, True)], "the grader must mount the repository, read-only, once"
+    for source, target, read_only in mounts:
+        if under(target, workdir):
+            assert read_only, f"{source}:{target} makes part of the read-only course writable"
+
+
+def test_grader_writes_to_a_separate_mount_in_the_ignored_grades_folder(services):
+    grader = services["grader"]
+    workdir = grader["working_dir"]
+    writable = [(s, t) for s, t, read_only in map(parse_volume, grader["volumes"]) if not read_only]
+    assert writable == [("../grades", "/grades")], writable
+    assert "/grades/" in (ROOT / ".gitignore").read_text(encoding="utf-8").split(), "grades/ must stay out of git"
+    env = env_of(grader)
+    assert under(env["STREAMLAB_DATA_DIR"], "/grades"), "the grader's data folder must be writable"
+    assert not under(env["STREAMLAB_DATA_DIR"], workdir)
+    # the jars are baked into the image outside the read-only course, so they still resolve
+    cache = env["STREAMLAB_CACHE_DIR"]
+    assert cache == dockerfile_env()["STREAMLAB_CACHE_DIR"] and not under(cache, workdir)
+
+
+def test_grader_examples_write_under_grades():
+    examples = [line for path in (COMPOSE_FILE, DOCKER_README)
+                for line in path.read_text(encoding="utf-8").splitlines() if "streamlab grade " in line
+                and "--out" in line]
+    assert len(examples) >= 2, "docker/README.md and compose.yaml must show how to run the grader"
+    for line in examples:
+        assert re.search(r"--out /grades/\S+", line), f"the grader can only write under /grades: {line.strip()}"
 
 
 # --------------------------------------------------------------------------- Dockerfile

@@ -523,8 +523,22 @@ class Sandbox:
             watcher.join()
 
     def stop(self) -> int:
-        """Kill whatever still runs inside; returns how many processes were killed."""
-        return self.cgroups.kill_all()
+        """Kill whatever still runs inside; returns how many processes were killed. With control groups,
+        every process in them; without, bubblewrap's own processes (found by this sandbox's folder on
+        their command line): their PID namespace, and everything in it, dies with them."""
+        if self.cgroups.dirs:
+            return self.cgroups.kill_all()
+        import psutil
+
+        killed = 0
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                if proc.pid != os.getpid() and str(self.runtime) in " ".join(proc.info["cmdline"] or []):
+                    proc.kill()
+                    killed += 1
+            except psutil.Error:
+                continue
+        return killed
 
     def close(self) -> None:
         self.stop()
