@@ -52,7 +52,9 @@ class Limits:
     (each result records what its submission used: ``usage`` in ``OUT/results/<student>.json``)."""
     memory_mb: int = 4096        # the kernel, Spark's JVM, its Python workers and the work folder's files
     processes: int = 1024        # processes and threads (a Spark JVM alone runs ~200 threads)
-    cpu_seconds: int = 900       # CPU time of all its processes together (besides the wall-clock limit)
+    cpu_seconds: int = 900       # CPU time of all its processes together (besides the wall-clock limit):
+                                 # measured on the control group while it runs; each process is also
+                                 # stopped by the kernel at twice this (a backstop, and without groups)
     disk_mb: int = 1024          # the work folder: checkpoints, Spark's files, HOME and /tmp
 
     def describe(self) -> str:

@@ -96,7 +96,7 @@ def inside(spec: dict, command: list[str]) -> None:
         os.setresuid(uid, uid, uid)
     _no_new_privileges()
     limits = spec["limits"]
-    for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_NPROC", limits["processes"] + 64),
+    for name, value in (("RLIMIT_CPU", 2 * limits["cpu_seconds"]), ("RLIMIT_NPROC", limits["processes"] + 64),
                         ("RLIMIT_FSIZE", limits["disk_mb"] * 1024 * 1024), ("RLIMIT_CORE", 0)):
         resource.setrlimit(getattr(resource, name), (value, value))
     for folder in spec["make_dirs"]:
