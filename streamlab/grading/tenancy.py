@@ -26,7 +26,6 @@ from ..kafka_settings import SANDBOX_LISTENER
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's minimum for SCRAM
-PRODUCE_BYTES_PER_S = 20 * 2**20  # the principals' produce quota: far above any lab, far below the disk's speed
 
 
 class AlterUserScramCredentialsResponse_v0(Response):
