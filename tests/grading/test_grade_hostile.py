@@ -330,8 +330,10 @@ def test_the_network_holds_nothing_but_the_broker(hostile):
 
 
 def test_no_secret_reaches_a_feedback_page(hostile):
+    released = "\n".join(cell.source for cell in grading.released_notebook(LAB, _name()).cells)
+    # checks.py's lines, but those students see anyway (the visible tests share a few)
     checks_lines = [line.strip() for line in (ROOT / "solutions" / LAB / "checks.py").read_text().splitlines()
-                    if len(line.strip()) > 30]
+                    if len(line.strip()) > 30 and line.strip() not in released]
     from streamlab.grading.feedback import hidden_lines
 
     hidden = hidden_lines(nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4))
