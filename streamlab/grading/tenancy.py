@@ -3,7 +3,8 @@
 The broker has a listener for the grader, ``SANDBOX`` (SASL/SCRAM, see ``kafka_settings``), and an
 authorizer for which ``ANONYMOUS`` (every PLAINTEXT client: learners, the notebooks, the grader's
 checks) is a super user and everyone else gets only what an ACL grants. Each ``--jobs`` slot of the
-grader makes one principal with a random password only the grader knows (``Principal``), and before each
+grader makes one principal with a random password only the grader knows (``Principal``) and a produce
+quota (``PRODUCE_BYTES_PER_S``), and before each
 student it grants that principal, and only it, every operation on the topics whose names start with the
 student's prefix (prefixed ACLs): the broker refuses anything else, including listing the other topics.
 
@@ -19,13 +20,27 @@ import secrets
 import socket
 
 from kafka.protocol.api import Request, Response
-from kafka.protocol.types import CompactArray, CompactBytes, CompactString, Int8, Int16, Int32, Schema, TaggedFields
+from kafka.protocol.types import (
+    Array,
+    Boolean,
+    CompactArray,
+    CompactBytes,
+    CompactString,
+    Float64,
+    Int8,
+    Int16,
+    Int32,
+    Schema,
+    String,
+    TaggedFields,
+)
 
 from .. import broker
 from ..kafka_settings import SANDBOX_LISTENER
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's minimum for SCRAM
+PRODUCE_BYTES_PER_S = 20 * 2**20  # each principal's produce quota: far above what a lab writes
 
 
 class AlterUserScramCredentialsResponse_v0(Response):
@@ -55,10 +70,80 @@ class AlterUserScramCredentialsRequest_v0(Request):
     )
 
 
+class AlterClientQuotasResponse_v0(Response):
+    API_KEY = 49
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("entries", Array(("error_code", Int16), ("error_message", String("utf-8")),
+                          ("entity", Array(("entity_type", String("utf-8")), ("entity_name", String("utf-8")))))),
+    )
+
+
+class AlterClientQuotasRequest_v0(Request):
+    """KIP-546's request (API 49), which kafka-python does not ship either."""
+    API_KEY = 49
+    API_VERSION = 0
+    RESPONSE_TYPE = AlterClientQuotasResponse_v0
+    SCHEMA = Schema(
+        ("entries", Array(("entity", Array(("entity_type", String("utf-8")), ("entity_name", String("utf-8")))),
+                          ("ops", Array(("key", String("utf-8")), ("value", Float64), ("remove", Boolean))))),
+        ("validate_only", Boolean),
+    )
+
+
+class DescribeClientQuotasResponse_v0(Response):
+    API_KEY = 48
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32), ("error_code", Int16), ("error_message", String("utf-8")),
+        ("entries", Array(("entity", Array(("entity_type", String("utf-8")), ("entity_name", String("utf-8")))),
+                          ("values", Array(("key", String("utf-8")), ("value", Float64))))),
+    )
+
+
+class DescribeClientQuotasRequest_v0(Request):
+    API_KEY = 48
+    API_VERSION = 0
+    RESPONSE_TYPE = DescribeClientQuotasResponse_v0
+    SCHEMA = Schema(
+        ("components", Array(("entity_type", String("utf-8")), ("match_type", Int8), ("match", String("utf-8")))),
+        ("strict", Boolean),
+    )
+
+
+def produce_quota(servers: str, user: str) -> float | None:
+    """The ``producer_byte_rate`` the broker holds for ``User:user`` (None: no quota)."""
+    response = _send(servers, DescribeClientQuotasRequest_v0(components=[("user", 0, user)], strict=True))
+    if response.error_code:
+        raise RuntimeError(f"Kafka could not describe the quotas of {user}: {response.error_message}")
+    return next((value for _, values in response.entries for key, value in values if key == "producer_byte_rate"),
+                None)
+
+
 def _admin(servers: str):
     from kafka import KafkaAdminClient
 
     return KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=30000, client_id="streamlab-grader")
+
+
+def _send(servers: str, request):
+    admin = _admin(servers)
+    try:
+        future = admin._send_request_to_node(admin._client.least_loaded_node(), request)
+        admin._wait_for_futures([future])
+        return future.value
+    finally:
+        admin.close()
+
+
+def _set_produce_quota(servers: str, user: str, bytes_per_s: float | None) -> None:
+    """``producer_byte_rate`` of ``User:user`` (None: removed)."""
+    op = ("producer_byte_rate", float(bytes_per_s or 0), bytes_per_s is None)
+    response = _send(servers, AlterClientQuotasRequest_v0(entries=[([("user", user)], [op])], validate_only=False))
+    failed = [f"error {code} {message or ''}" for code, message, _ in response.entries if code]
+    if failed:
+        raise RuntimeError(f"Kafka refused the produce quota of {user}: " + "; ".join(failed))
 
 
 def _alter_scram(servers: str, *, upsert: tuple[str, str] | None = None, delete: str | None = None) -> None:
@@ -70,14 +155,8 @@ def _alter_scram(servers: str, *, upsert: tuple[str, str] | None = None, delete:
         upsertions.append((name, 1, ITERATIONS, salt, salted, {}))  # mechanism 1: SCRAM-SHA-256
     if delete:
         deletions.append((delete, 1, {}))
-    admin = _admin(servers)
-    try:
-        future = admin._send_request_to_node(admin._client.least_loaded_node(), AlterUserScramCredentialsRequest_v0(
-            deletions=deletions, upsertions=upsertions, tags={}))
-        admin._wait_for_futures([future])
-        response = future.value
-    finally:
-        admin.close()
+    response = _send(servers, AlterUserScramCredentialsRequest_v0(deletions=deletions, upsertions=upsertions,
+                                                                  tags={}))
     failed = [f"{user}: error {code} {message or ''}" for user, code, message, _ in response.results if code]
     if failed:
         raise RuntimeError("Kafka refused the grader's principal: " + "; ".join(failed))
@@ -92,6 +171,7 @@ class Principal:
         self.password = secrets.token_urlsafe(24)
         self.prefix: str | None = None
         _alter_scram(servers, upsert=(self.name, self.password))
+        _set_produce_quota(servers, self.name, PRODUCE_BYTES_PER_S)  # a flood is slowed by the broker
 
     def allow_only(self, prefix: str) -> None:
         """From now on this principal may create, write, read, describe and delete the topics starting
@@ -125,7 +205,8 @@ class Principal:
 
     def remove(self) -> None:
         """Delete the principal's ACLs and credentials (best effort: the run's end, the broker may be gone)."""
-        for step in (lambda: self._replace_acls(None), lambda: _alter_scram(self.servers, delete=self.name)):
+        for step in (lambda: self._replace_acls(None), lambda: _set_produce_quota(self.servers, self.name, None),
+                     lambda: _alter_scram(self.servers, delete=self.name)):
             try:
                 step()
             except Exception:  # noqa: BLE001

@@ -16,7 +16,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
 from streamlab.grading import sandbox as sb
-from streamlab.grading.tenancy import Principal, sandbox_servers
+from streamlab.grading.tenancy import PRODUCE_BYTES_PER_S, Principal, produce_quota, sandbox_servers
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +76,13 @@ def test_a_principal_sees_and_changes_only_its_own_topics(principal, listener, t
     assert theirs in owner.list_topics() and "not-mine" not in owner.list_topics()
     owner.delete_topics([f"{prefix}a"])
     owner.close()
+
+
+def test_a_principal_has_a_produce_quota_until_it_is_removed(kafka_bootstrap, listener):
+    made = Principal(kafka_bootstrap)
+    assert produce_quota(kafka_bootstrap, made.name) == PRODUCE_BYTES_PER_S
+    made.remove()
+    assert produce_quota(kafka_bootstrap, made.name) is None
 
 
 def test_the_next_student_gets_the_principal_without_the_last_ones_topics(principal, listener, kafka_bootstrap):
