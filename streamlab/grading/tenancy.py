@@ -18,6 +18,7 @@ import hashlib
 import os
 import secrets
 import socket
+import time
 
 from kafka.protocol.api import Request, Response
 from kafka.protocol.types import (
@@ -40,6 +41,7 @@ from ..kafka_settings import SANDBOX_LISTENER
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's minimum for SCRAM
+ACL_WAIT_S = 30  # at most, for the broker to show new ACLs (it takes milliseconds)
 PRODUCE_BYTES_PER_S = 20 * 2**20  # each principal's produce quota: far above what a lab writes
 
 
@@ -183,25 +185,32 @@ class Principal:
         from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
         from kafka.admin.acl_resource import ACLResourcePatternType, ResourcePatternFilter
 
+        mine = ACLFilter(principal=f"User:{self.name}", host="*", operation=ACLOperation.ANY,
+                         permission_type=ACLPermissionType.ANY,
+                         resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
+        grants = [] if prefix is None else [(ResourceType.TOPIC, prefix, ACLResourcePatternType.PREFIXED),
+                                            (ResourceType.GROUP, "*", ACLResourcePatternType.LITERAL),
+                                            (ResourceType.TRANSACTIONAL_ID, "*", ACLResourcePatternType.LITERAL)]
         admin = _admin(self.servers)
         try:
-            admin.delete_acls([ACLFilter(principal=f"User:{self.name}", host="*", operation=ACLOperation.ANY,
-                                         permission_type=ACLPermissionType.ANY,
-                                         resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
-                                                                                ACLResourcePatternType.ANY))])
-            if prefix is None:
-                return
-            grants = [(ResourceType.TOPIC, prefix, ACLResourcePatternType.PREFIXED),
-                      (ResourceType.GROUP, "*", ACLResourcePatternType.LITERAL),
-                      (ResourceType.TRANSACTIONAL_ID, "*", ACLResourcePatternType.LITERAL)]
-            result = admin.create_acls([ACL(principal=f"User:{self.name}", host="*", operation=ACLOperation.ALL,
-                                            permission_type=ACLPermissionType.ALLOW,
-                                            resource_pattern=ResourcePattern(kind, name, pattern))
-                                        for kind, name, pattern in grants])
+            admin.delete_acls([mine])
+            if grants:
+                result = admin.create_acls([ACL(principal=f"User:{self.name}", host="*", operation=ACLOperation.ALL,
+                                                permission_type=ACLPermissionType.ALLOW,
+                                                resource_pattern=ResourcePattern(kind, name, pattern))
+                                            for kind, name, pattern in grants])
+                if result.get("failed"):
+                    raise RuntimeError(f"Kafka refused the ACLs for {self.name}: {result['failed']}")
+            # The broker applies ACLs from its metadata log, a moment after the controller took them:
+            # return once it shows exactly these, so the next student's first request meets them.
+            wanted = {name for _, name, _ in grants}
+            deadline = time.monotonic() + ACL_WAIT_S
+            while {acl.resource_pattern.resource_name for acl in admin.describe_acls(mine)[0]} != wanted:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the broker did not show the ACLs of {self.name} within {ACL_WAIT_S} s")
+                time.sleep(0.05)
         finally:
             admin.close()
-        if result.get("failed"):
-            raise RuntimeError(f"Kafka refused the ACLs for {self.name}: {result['failed']}")
 
     def remove(self) -> None:
         """Delete the principal's ACLs and credentials (best effort: the run's end, the broker may be gone)."""

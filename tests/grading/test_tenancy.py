@@ -9,6 +9,7 @@ import secrets
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -50,6 +51,15 @@ def theirs(kafka_bootstrap):
     admin.close()
 
 
+def _listed_once_created(admin, topic: str, timeout_s: float = 30) -> list[str]:
+    """The topics ``admin`` lists once ``topic`` (just created) is among them: creating returns before
+    every broker's metadata has it."""
+    deadline = time.monotonic() + timeout_s
+    while topic not in (listed := sorted(admin.list_topics())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return listed
+
+
 def _as(principal: Principal, listener: str) -> dict:
     return dict(bootstrap_servers=listener, security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
                 sasl_plain_username=principal.name, sasl_plain_password=principal.password)
@@ -61,7 +71,7 @@ def test_a_principal_sees_and_changes_only_its_own_topics(principal, listener, t
     admin = KafkaAdminClient(**_as(principal, listener))
     try:
         admin.create_topics([NewTopic(f"{prefix}a", 1, 1)])
-        assert sorted(admin.list_topics()) == [f"{prefix}a"]  # the other topics are not even listed
+        assert _listed_once_created(admin, f"{prefix}a") == [f"{prefix}a"]  # the others are not even listed
         for attempt in (lambda: admin.create_topics([NewTopic("not-mine", 1, 1)]),
                         lambda: admin.delete_topics([theirs])):
             with pytest.raises(KafkaError):
