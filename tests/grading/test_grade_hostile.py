@@ -32,15 +32,14 @@ import html
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from intruders import Listener, topic_with_records
 
 from streamlab import grading
 from streamlab.grading.sandbox import enforced_limits, unavailable_reason
@@ -169,24 +168,6 @@ for attempt in [lambda: admin.delete_topics([t for t in admin.list_topics() if n
     }
 
 
-class Listener:
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port, self.accepted = self.sock.getsockname()[1], 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-
 def _tree(folder: Path) -> dict[str, str]:
     if not folder.exists():
         return {}
@@ -228,7 +209,7 @@ def hostile(kafka_bootstrap, tmp_path_factory):
     submissions, out = base / "submissions", base / "out"
     submissions.mkdir(parents=True)
     listener = Listener()
-    guard = _make_guard_topic(kafka_bootstrap)
+    guard = topic_with_records(kafka_bootstrap, f"guard-{os.getpid()}-{int(time.time())}")  # another student's
     for student, code in attacks(out, submissions, listener.port, guard).items():
         nbformat.write(_with_attack(code), submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
@@ -254,23 +235,6 @@ def hostile(kafka_bootstrap, tmp_path_factory):
     return {"proc": proc, "rows": rows, "out": out, "submissions": submissions, "submitted": submitted,
             "guarded": guarded, "listener": listener, "seconds": time.monotonic() - started, "guard": guard,
             "bootstrap": kafka_bootstrap}
-
-
-def _make_guard_topic(servers: str) -> str:
-    """Another student's topic, as the grader's checks would read it: 3 records."""
-    from kafka import KafkaAdminClient, KafkaProducer
-    from kafka.admin import NewTopic
-
-    name = f"guard-{os.getpid()}-{int(time.time())}"
-    admin = KafkaAdminClient(bootstrap_servers=servers)
-    admin.create_topics([NewTopic(name, 1, 1)])
-    admin.close()
-    producer = KafkaProducer(bootstrap_servers=servers)
-    for i in range(3):
-        producer.send(name, f"record {i}".encode())
-    producer.flush()
-    producer.close()
-    return name
 
 
 def _row(hostile, student):

@@ -7,14 +7,13 @@ program could and could not do. Needs Linux namespaces (bubblewrap, installed by
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
+from intruders import Listener
 
 from streamlab.grading import sandbox as sb
 from streamlab.grading.isolation import topic_prefix
@@ -26,35 +25,9 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="limits and a user of its own need root (the grader's CI runs as root)")
 
 
-class Listener:
-    """A TCP listener on 127.0.0.1 that answers every connection with ``reply`` and counts them."""
-
-    def __init__(self, reply: bytes = b"broker says hi\n"):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self.reply = reply
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.sendall(self.reply)
-            conn.close()
-
-    def close(self):
-        self.sock.close()
-
-
 @pytest.fixture
 def broker():
-    listener = Listener()
+    listener = Listener(b"broker says hi\n")
     yield listener
     listener.close()
 

@@ -12,7 +12,8 @@ import textwrap
 import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from intruders import topic_with_records
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
@@ -38,14 +39,8 @@ def principal(kafka_bootstrap, listener):
 @pytest.fixture
 def theirs(kafka_bootstrap):
     """Another student's topic, with 3 records, created by the grader (ANONYMOUS, a super user)."""
-    name = f"other-student-{secrets.token_hex(3)}"
+    name = topic_with_records(kafka_bootstrap, f"other-student-{secrets.token_hex(3)}")
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    admin.create_topics([NewTopic(name, 1, 1)])
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
-    for i in range(3):
-        producer.send(name, f"secret {i}".encode())
-    producer.flush()
-    producer.close()
     yield name
     admin.delete_topics([name])
     admin.close()
