@@ -1,8 +1,8 @@
 """The sandbox a submission's kernel runs in: nothing of the grader, the answer key or the other students.
 
 The grader (outside) runs nbgrader; nbgrader starts the student's kernel through the kernelspec
-``streamlab-sandbox``, whose command is ``python -m streamlab.grading.sandbox launch SPEC -- KERNEL...``.
-``launch`` joins the submission's control group (memory, processes, CPU time) and replaces itself
+``streamlab-sandbox``, whose command is ``python -I -S sandbox_boot.py launch SPEC -- KERNEL...``.
+``launch`` joins the submission's control groups (memory, processes, CPU time) and replaces itself
 with bubblewrap, which builds the sandbox:
 
 * **identity and environment:** a user id of its own (when the grader is root: not root, not the
@@ -18,9 +18,9 @@ with bubblewrap, which builds the sandbox:
   file, to the grader's forwarder (``KafkaDoor``), which connects to the broker: nothing else is
   reachable.
 
-Inside, ``inside`` runs first (as root inside when the grader is root): it starts the loopback end
-of the Kafka door, sets the resource limits, drops to the sandbox's user for good
-(``no_new_privs``) and replaces itself with the kernel.
+Inside, ``sandbox_boot.py inside`` runs first (as root inside when the grader is root): it drops to
+the sandbox's user for good (``no_new_privs``), sets the resource limits, starts the loopback end of
+the Kafka door and replaces itself with the kernel.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ from ..paths import PACKAGE_DIR, cache_dir
 from .sandbox_boot import join
 
 KERNEL_NAME = "streamlab-sandbox"
-STATUS_LIMIT = "limit exceeded"
+CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandbox gets a group in
 
 
 @dataclass
@@ -117,16 +118,20 @@ class ControlGroups:
     make them; everything the sandbox starts is in them, so the grader finds it, kills it and reads
     whether a limit was hit."""
 
-    def __init__(self, name: str, limits: Limits):
+    def __init__(self, name: str, limits: Limits, *, create: bool = True):
         self.limits = limits
         self.dirs: dict[str, Path] = {}
         if os.geteuid() != 0:
             return
-        for controller in ("memory", "pids", "cpuacct"):
+        for controller in CONTROLLERS:
             parent = _own_cgroup_dir(controller)
             if parent is None:
                 continue
             folder = parent / name
+            if not create:  # the groups a sandbox made earlier, if they are still there
+                if folder.is_dir():
+                    self.dirs[controller] = folder
+                continue
             try:
                 folder.mkdir()
                 if controller == "memory":
@@ -153,27 +158,36 @@ class ControlGroups:
                 pass
         return found
 
+    def _read_int(self, controller: str, file: str) -> int | None:
+        folder = self.dirs.get(controller)
+        try:
+            return int((folder / file).read_text()) if folder is not None else None
+        except (OSError, ValueError):
+            return None
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time of every process the group has held (None without a cpuacct group)."""
+        nanoseconds = self._read_int("cpuacct", "cpuacct.usage")
+        return None if nanoseconds is None else nanoseconds / 1e9
+
+    def peak_memory_mb(self) -> int | None:
+        peak = self._read_int("memory", "memory.max_usage_in_bytes")
+        return None if peak is None else round(peak / 2**20)
+
     def hits(self) -> list[str]:
         """The limits this group ran into, each named with its setting."""
         hit = []
-        memory, pids, cpu = (self.dirs.get(c) for c in ("memory", "pids", "cpuacct"))
+        memory, pids = self.dirs.get("memory"), self.dirs.get("pids")
         if memory is not None and _counter(memory / "memory.oom_control", "oom_kill") > 0:
             hit.append(f"memory ({self.limits.memory_mb} MB)")
         if pids is not None and _counter(pids / "pids.events", "max") > 0:
             hit.append(f"processes ({self.limits.processes} processes and threads)")
-        if cpu is not None:
-            try:
-                used = int((cpu / "cpuacct.usage").read_text()) / 1e9
-            except (OSError, ValueError):
-                used = 0
-            if used >= self.limits.cpu_seconds:
-                hit.append(f"CPU time ({self.limits.cpu_seconds} s)")
+        if (self.cpu_seconds() or 0) >= self.limits.cpu_seconds:
+            hit.append(f"CPU time ({self.limits.cpu_seconds} s)")
         return hit
 
     def kill_all(self, timeout_s: float = 10) -> int:
         """Kill every process in the groups (again and again, until none is left)."""
-        import time
-
         killed: set[int] = set()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -202,7 +216,7 @@ def enforced_limits() -> set[str]:
     writable control groups (root); disk needs root (a size-limited tmpfs)."""
     found = {"disk"} if _is_root() else set()
     if _is_root():
-        found |= {name for name, controller in (("memory", "memory"), ("processes", "pids"), ("CPU time", "cpuacct"))
+        found |= {name for name, controller in zip(("memory", "processes", "CPU time"), CONTROLLERS)
                   if _own_cgroup_dir(controller) is not None}
     return found
 
@@ -215,18 +229,10 @@ def cgroup_name(work: Path) -> str:
 def remove_control_groups(work: Path) -> None:
     """Kill what is left in the control groups of ``work``'s sandbox and remove them (after a worker
     that was killed could not)."""
-    groups = ControlGroups.__new__(ControlGroups)
-    groups.limits = Limits()
-    groups.dirs = {}
-    for controller in ("memory", "pids", "cpuacct"):
-        parent = _own_cgroup_dir(controller)
-        if parent is not None and (parent / cgroup_name(work)).is_dir():
-            groups.dirs[controller] = parent / cgroup_name(work)
+    groups = ControlGroups(cgroup_name(work), Limits(), create=False)
     groups.kill_all()
     groups.remove()
 
-
-# ----------------------------------------------------------------------------- the work folder
 
 def _counter(path: Path, name: str) -> int:
     """The value of line ``name N`` in a cgroup file such as memory.oom_control (0 if absent)."""
@@ -239,6 +245,8 @@ def _counter(path: Path, name: str) -> int:
         pass
     return 0
 
+
+# ----------------------------------------------------------------------------- the work folder
 
 def _is_root() -> bool:
     return os.geteuid() == 0
@@ -272,7 +280,6 @@ class KafkaDoor:
     def __init__(self, path: Path, open_outer):
         self.path = Path(path)
         self.open_outer = open_outer
-        self.failures: list[str] = []
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(self.path))
         os.chmod(self.path, 0o777)  # the sandbox's user connects to it
@@ -294,7 +301,7 @@ class KafkaDoor:
             outer = self.open_outer()
             outer.settimeout(None)
         except Exception as err:  # noqa: BLE001 - the client inside sees a closed connection
-            self.failures.append(f"{type(err).__name__}: {err}")
+            print(f"kafka door: could not open a connection to Kafka: {type(err).__name__}: {err}", file=sys.stderr)
             inner.close()
             return
         join(inner, outer)
@@ -328,8 +335,7 @@ def read_only_paths(cache: Path, java_home: str | None) -> list[str]:
     return paths
 
 
-def environment(*, work: Path, broker: str, topic_prefix: str, cache: Path, java_home: str | None,
-                passthrough: dict[str, str] | None = None) -> dict[str, str]:
+def environment(*, work: Path, broker: str, topic_prefix: str, cache: Path, java_home: str | None) -> dict[str, str]:
     """The kernel's environment, built from nothing: what Python, Spark, Kafka and the course need."""
     env = {
         "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
@@ -352,15 +358,13 @@ def environment(*, work: Path, broker: str, topic_prefix: str, cache: Path, java
     }
     if java_home:
         env["JAVA_HOME"] = java_home
-    env.update(passthrough or {})
     return env
 
 
 SPEC_INSIDE = "/etc/streamlab-sandbox.json"
 
 
-def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_only: list[str],
-                    limits: Limits) -> list[str]:
+def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_only: list[str]) -> list[str]:
     """bubblewrap's command line up to the command it runs (``sandbox_boot.py inside ...``)."""
     args = [bwrap(), *_namespaces(), "--die-with-parent", "--new-session", "--clearenv",
             "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev",
@@ -390,8 +394,9 @@ class Sandbox:
     """One submission's sandbox, made by the worker (outside) before nbgrader starts the kernel.
 
     ``env``: the submission's environment (its data folder, Spark folder, topic prefix, broker);
-    the work folder is the data folder's parent. ``kernel_env()`` is what the worker sets for
-    nbgrader: the kernelspec ``streamlab-sandbox`` and a connection-file folder the sandbox shares.
+    the work folder is the data folder's parent. ``kernel_env()`` and ``configure()`` are what the
+    worker sets for nbgrader: the kernelspec ``streamlab-sandbox``, and a kernel manager that uses the
+    connection-file folder the sandbox shares.
     ``close()`` kills whatever is left inside, and removes everything but the work folder's files
     (the grader's checks read them afterwards; the grader deletes the folder).
     """
@@ -402,8 +407,8 @@ class Sandbox:
         self.work = Path(env["STREAMLAB_DATA_DIR"]).parent
         self.runtime = Path(tempfile.mkdtemp(prefix="streamlab-sandbox-"))
         os.chmod(self.runtime, 0o711)
-        self.uid = 200_000 + secrets.randbelow(1_000_000) if _is_root() else os.getuid()
-        inner_uid = self.uid if _is_root() else 1000
+        # as root: a user id of its own; otherwise 1000 inside a user namespace (the grader's own outside)
+        self.uid = 200_000 + secrets.randbelow(1_000_000) if _is_root() else 1000
         self.work.mkdir(parents=True, exist_ok=True)
         self.limited_disk = mount_limited(self.work, self.limits.disk_mb, self.uid)
         (self.work / "tmp").mkdir(exist_ok=True)
@@ -426,11 +431,10 @@ class Sandbox:
         else:
             self.door = KafkaDoor(kernel_dir / "kafka.sock",
                                   lambda: socket.create_connection((host, int(port)), timeout=10))
-        self.kafka_tenancy = "acl" if principal is not None and sandbox_servers else "prefix"
         home = self.work / "home"
         (self.runtime / "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                                             f"student:x:{inner_uid}:{inner_uid}:student:{home}:/bin/sh\n")
-        (self.runtime / "group").write_text(f"root:x:0:\nstudent:x:{inner_uid}:\n")
+                                             f"student:x:{self.uid}:{self.uid}:student:{home}:/bin/sh\n")
+        (self.runtime / "group").write_text(f"root:x:0:\nstudent:x:{self.uid}:\n")
         (self.runtime / "hosts").write_text(f"127.0.0.1 {' '.join(sorted(hosts - {'127.0.0.1'}))}\n")
         self.cgroups = ControlGroups(cgroup_name(self.work), self.limits)
         java_home = env.get("JAVA_HOME") or _java_home()
@@ -440,10 +444,9 @@ class Sandbox:
                                                                                          or cache_dir()),
                                  java_home=java_home)
         self.spec = {
-            "uid": inner_uid if not _is_root() else self.uid,
-            "bwrap": bwrap_arguments(uid=inner_uid, work=self.work, runtime=self.runtime, spec=spec_path,
-                                     read_only=read_only_paths(Path(kernel_env["STREAMLAB_CACHE_DIR"]), java_home),
-                                     limits=self.limits),
+            "uid": self.uid,
+            "bwrap": bwrap_arguments(uid=self.uid, work=self.work, runtime=self.runtime, spec=spec_path,
+                                     read_only=read_only_paths(Path(kernel_env["STREAMLAB_CACHE_DIR"]), java_home)),
             "path": SPEC_INSIDE,
             "cgroup_procs": self.cgroups.procs_files,
             "env": kernel_env,
@@ -483,20 +486,16 @@ class Sandbox:
     def usage(self) -> dict:
         """What the submission used, for choosing limits: peak memory (MB), CPU seconds, disk (MB) now."""
         found = {}
-        memory, cpu = self.cgroups.dirs.get("memory"), self.cgroups.dirs.get("cpuacct")
-        try:
-            if memory is not None:
-                found["peak_memory_mb"] = round(int((memory / "memory.max_usage_in_bytes").read_text()) / 2**20)
-            if cpu is not None:
-                found["cpu_seconds"] = round(int((cpu / "cpuacct.usage").read_text()) / 1e9, 1)
-        except (OSError, ValueError):
-            pass
+        if (peak := self.cgroups.peak_memory_mb()) is not None:
+            found["peak_memory_mb"] = peak
+        if (cpu := self.cgroups.cpu_seconds()) is not None:
+            found["cpu_seconds"] = round(cpu, 1)
         if self.limited_disk:
             found["disk_mb"] = round(shutil.disk_usage(self.work).used / 2**20, 1)
         return found
 
     def limits_hit(self) -> list[str]:
-        """The limits this submission ran into: memory, processes, disk."""
+        """The limits this submission ran into: memory, processes, CPU time, disk."""
         hit = self.cgroups.hits()
         if self.limited_disk:
             usage = shutil.disk_usage(self.work)
