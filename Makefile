@@ -37,7 +37,10 @@ test: setup
 check: setup
 	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY))" -q
 
+# After the first set-up: the JVMs' start-up archives, made again if the JDK or the jars changed
+# (a look at file dates when nothing changed; `streamlab doctor` shows their state).
 setup: $(STAMP)
+	@$(BIN)/streamlab fetch --archives --quiet
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "The course needs Python 3.11; found " + sys.version.split()[0] + " at " + sys.executable + ". Install Python 3.11 or use: make PYTHON=/path/to/python3.11")'

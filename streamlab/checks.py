@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from . import broker, jars, kafka
+from . import broker, jars, jvm_archives, kafka
 from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version
+from .make_archives import states as archive_states
 from .pins import pinned_version
 from .session import spark as get_spark
 
@@ -58,6 +59,22 @@ def check_connector() -> Check:
     return Check("kafka connector", True, ", ".join(n for n in names if "kafka" in n))
 
 
+def check_archives() -> Check:
+    """The JVMs' start-up archives (``streamlab.jvm_archives``): ready, or missing with the fix.
+    Never a failure: without them every JVM works, only starts slower."""
+    name = "start-up archives"
+    if not jvm_archives.enabled():
+        return Check(name, True, "off (STREAMLAB_JVM_ARCHIVES=off): the JVMs start without them")
+    found = archive_states()
+    missing = [s.kind for s in found if not s.ready and s.path is not None]
+    if not missing:
+        size = sum(s.size_mb for s in found)
+        return Check(name, True, f"ready for {len(found)} kinds of JVM ({size:.0f} MB in {jvm_archives.folder()})")
+    return Check(name, True, f"missing for this JDK and these jars: {', '.join(missing)} (those JVMs start "
+                 "about twice as slowly, and make theirs when they exit)",
+                 "Run `streamlab fetch --archives` (about a minute and a half).")
+
+
 def check_memory() -> Check:
     import psutil
 
@@ -104,8 +121,8 @@ def check_spark_reads_kafka(session=None) -> Check:
 
 
 def run_checks(*, with_spark: bool = False, session=None) -> list[Check]:
-    checks = [check_python(), check_java(), check_pyspark(), check_connector(), check_memory(),
-              check_port(), check_broker()]
+    checks = [check_python(), check_java(), check_pyspark(), check_connector(), check_archives(),
+              check_memory(), check_port(), check_broker()]
     if with_spark and all(c.ok for c in checks):
         checks.append(check_spark_reads_kafka(session))
     return checks
@@ -116,7 +133,7 @@ def report(checks: list[Check]) -> str:
     lines = []
     for c in checks:
         lines.append(f"{'ok ' if c.ok else 'FAIL'} {c.name:<{width}}  {c.detail}")
-        if not c.ok and c.fix:
+        if c.fix:  # a failure's fix, or advice on a check that passed
             lines.append(f"     {'':<{width}}  -> {c.fix}")
     return "\n".join(lines)
 

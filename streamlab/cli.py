@@ -1,6 +1,7 @@
 """The `streamlab` command: set up, run the broker, check the environment, open the course.
 
-    streamlab fetch                 resolve the Java jars once (then everything works offline)
+    streamlab fetch                 resolve the Java jars once (then everything works offline) and
+                                    make the JVMs' start-up archives
     streamlab kafka start|stop|status|reset
     streamlab kafka topics          every topic with its partitions and end offsets
     streamlab kafka read TOPIC      print a topic's records (partition, offset, key, value)
@@ -20,7 +21,7 @@ import os
 import sys
 import time
 
-from . import broker, cluster, console, jars, kafka
+from . import broker, cluster, console, jars, jvm_archives, kafka, make_archives
 from .checks import report, run_checks
 from .grading import add_grade_command
 from .grading.sandbox import enforced_limits, unavailable_reason
@@ -29,10 +30,15 @@ from .paths import project_root
 
 
 def cmd_fetch(args) -> int:
-    sets = [name for name in jars.JAR_SETS if getattr(args, name)] or list(jars.JAR_SETS)
+    chosen = [name for name in jars.JAR_SETS if getattr(args, name)]
+    sets = [] if args.archives and not chosen else chosen or list(jars.JAR_SETS)
     for name in sets:
         found = jars.fetch(name)
-        print(f"{name}: {len(found)} jars in {jars.jar_dir(name)}")
+        if not args.quiet:
+            print(f"{name}: {len(found)} jars in {jars.jar_dir(name)}")
+    if args.archives or not chosen:  # `streamlab fetch`: the jars, then the JVMs' start-up archives
+        kinds = None if args.archives in (None, "all") else args.archives.split(",")
+        make_archives.make_missing(kinds, quiet=args.quiet)
     return 0
 
 
@@ -170,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--connector", action="store_true", help="only the Spark Kafka connector")
     fetch.add_argument("--kafka", action="store_true", help="only the Kafka broker")
     fetch.add_argument("--tools", action="store_true", help="only Kafka's command-line tools")
+    fetch.add_argument("--archives", nargs="?", const="all", metavar="KINDS",
+                       help="only the JVMs' start-up archives missing for this JDK and these jars (all, or "
+                            "some of: " + ",".join(jvm_archives.KINDS) + ")")
+    fetch.add_argument("--quiet", action="store_true", help="print nothing unless something is made")
     fetch.set_defaults(func=cmd_fetch)
 
     kafka_cmd = sub.add_parser("kafka", help="the native Kafka broker, and a look at the topics of the Kafka in use")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .broker import port_is_free
 from .java import require_java
+from .jvm_archives import jvm_options
 from .paths import data_dir
 from .spark_ui import get_json
 
@@ -197,7 +198,9 @@ def _check_ports(ports: dict[str, int]) -> None:
 
 def _launch(role: str, args: list[str], daemon_memory: str, log: Path) -> subprocess.Popen:
     env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=HOST, SPARK_DAEMON_MEMORY=daemon_memory,
-               SPARK_DAEMON_JAVA_OPTS=f"-Dstreamlab.cluster={home()}",
+               # the marker stop() recognises its processes by, and the role's start-up archive
+               SPARK_DAEMON_JAVA_OPTS=" ".join([f"-Dstreamlab.cluster={home()}",
+                                                *jvm_options(f"spark-{role}", [spark_home() / "jars" / "*"])]),
                # the worker removes the work dirs of applications that finished a day ago
                SPARK_WORKER_OPTS="-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.appDataTtl=86400")
     env.pop("SPARK_CONF_DIR", None)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 
-from . import broker
-from .java import require_java
+from . import broker, jars
+from .java import QUICK_JIT, require_java
+from .jvm_archives import jvm_options
 from .kafka import bootstrap_servers
 from .paths import PACKAGE_DIR
 
@@ -36,9 +37,12 @@ def command(tool: str, args: list[str], *, servers: str | None = None) -> list[s
     asks_for_help = any(a in ("-h", "--help", "--version") for a in args)
     if not asks_for_help and not any(a.split("=")[0] == "--bootstrap-server" for a in args):
         args = ["--bootstrap-server", servers or bootstrap_servers(), *args]
-    return [java, f"-Xmx{HEAP}", "-Djava.awt.headless=true",
+    classpath = broker.classpath("tools")
+    # a short-lived JVM: the quick JIT and its start-up archive (2.1 s -> 0.7 s for `topics --list`)
+    return [java, f"-Xmx{HEAP}", "-Djava.awt.headless=true", QUICK_JIT,
+            *jvm_options("kafka-tools", [*jars.jars("kafka"), *jars.jars("tools")], java=java),
             f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-tools-log4j2.yaml'}",
-            "-cp", broker.classpath("tools"), main_class, *args]
+            "-cp", classpath, main_class, *args]
 
 
 def exec_tool(tool: str, args: list[str]) -> None:

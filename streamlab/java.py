@@ -13,7 +13,7 @@ from pathlib import Path
 
 SUPPORTED_JAVA = (17, 21)
 # Only the quick JIT compiler (C1): for JVMs whose work is short or light (the course's broker, Kafka's
-# tools, the test suite's Spark driver). They start sooner and leave the cores to the rest.
+# tools, the Spark driver of a lesson). They start sooner and leave the cores to the rest.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 JAVA_FIX = (

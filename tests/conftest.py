@@ -22,7 +22,6 @@ from contextlib import ExitStack
 import pytest
 
 from streamlab import broker, kafka_settings
-from streamlab.java import QUICK_JIT
 from streamlab.paths import project_root
 
 # A red run explains itself: each failing test's first error line, the grader's rows, the kept logs
@@ -293,12 +292,7 @@ def kafka_bootstrap(request):
 def spark(kafka_bootstrap):
     import streamlab
 
-    # The tests' own Spark runs many short queries: the quick JIT spares the 2 cores the optimizing
-    # compiler's warm-up (about 4 s of a `make check`). Only while the JVM starts: notebooks and graded
-    # labs, run in kernels of their own, keep Java's defaults.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("STREAMLAB_DRIVER_JAVA_OPTIONS", QUICK_JIT)
-        session = streamlab.spark()
+    session = streamlab.spark()  # with the course's quick JIT and start-up archive, like every kernel's
     yield session
     streamlab.stop_all_queries(session)
     session.stop()

@@ -7,6 +7,7 @@ import sys
 
 from streamlab import checks, cli
 from streamlab.checks import Check
+from streamlab.paths import cache_dir
 
 
 def streamlab(*args, env=None, timeout=180):
@@ -39,3 +40,14 @@ def test_report_shows_the_fix_of_each_failure():
         "                   -> Run `streamlab kafka start`.",
     ]
 
+
+
+def test_the_doctor_reports_the_start_up_archives(tmp_path, monkeypatch):
+    """Here they are ready (`make setup` made them); in an empty cache each kind is missing, with the fix,
+    and that is advice, not a failure."""
+    assert checks.check_archives().detail.startswith("ready for 6 kinds of JVM"), checks.check_archives()
+    (tmp_path / "jars").symlink_to(cache_dir() / "jars")
+    monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path))
+    missing = checks.check_archives()
+    assert missing.ok and "missing for this JDK and these jars: spark-driver," in missing.detail, missing
+    assert "streamlab fetch --archives" in checks.report([missing])

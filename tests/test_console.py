@@ -3,7 +3,6 @@ jars, through `streamlab kafka console`) and kcat. With topic auto-creation on (
 streamlab.kafka_settings), producing to a topic that does not exist yet creates it."""
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -13,15 +12,10 @@ import pytest
 
 import streamlab as sl
 from streamlab import console
-from streamlab.java import QUICK_JIT
-
-# Kafka's tools are short-lived JVMs: the quick JIT (C1 only) spares them a second or so of compiling
-# on a small machine; what they do is the same.
 
 
 def run(*cmd, input=None, timeout=120):
-    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, input=input,
-                          env=dict(os.environ, JAVA_TOOL_OPTIONS=QUICK_JIT))
+    return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, input=input)
 
 
 def fresh_name(prefix: str) -> str:

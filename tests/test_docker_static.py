@@ -866,6 +866,7 @@ def test_dockerfile_bakes_the_connector_and_runs_unprivileged():
     env = dockerfile_env()
     runs = " ".join(args for kw, args in instructions if kw == "RUN")
     assert "streamlab fetch --connector" in runs
+    assert "streamlab fetch --archives spark-driver" in runs, "the image's driver starts from its archive"
     assert "--kafka" not in runs, "the native broker's jars are not needed in the image"
     cache, workdir = env["STREAMLAB_CACHE_DIR"], [a for k, a in instructions if k == "WORKDIR"][-1]
     assert not cache.startswith(workdir + "/"), "the repository mount would hide a cache inside it"
