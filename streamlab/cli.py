@@ -7,7 +7,7 @@
     streamlab kafka read TOPIC      print a topic's records (partition, offset, key, value)
     streamlab kafka console producer|consumer|topics|groups ...   Kafka's own command-line tools
     streamlab cluster start|stop|status   a native Spark standalone cluster (then SPARK_MASTER=spark://...)
-    streamlab doctor                check Java, pyspark, the connector, the broker, ports, memory
+    streamlab doctor                check Java, pyspark, the connector, start-up archives, the broker, ports, memory
     streamlab lab                   start the broker and open JupyterLab on the course
     streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback + summary)
     streamlab check LAB_NOTEBOOK    a learner's self-check: run a lab as the grader will, part by part
@@ -152,6 +152,10 @@ def grading_sandbox_line() -> str:
 def cmd_lab(args) -> int:
     for name in ("connector", "kafka"):
         jars.fetch(name)
+    # the start-up archives a lesson's JVMs use (made once; a no-op after `make setup`)
+    own_broker = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    make_archives.make_missing(["spark-driver", *(["kafka-broker", "kafka-tools"] if own_broker else [])],
+                               quiet=True)
     if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
         print(f"Using Kafka at {os.environ['KAFKA_BOOTSTRAP_SERVERS']} (KAFKA_BOOTSTRAP_SERVERS).")
     else:

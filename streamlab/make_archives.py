@@ -53,16 +53,15 @@ def states() -> list[ArchiveState]:
 
 def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
     """Make the archives (of ``kinds``, default all) missing for this JDK and these jars; returns every
-    kind's state."""
+    kind's state. ``quiet``: say only that they are being made (nothing when none is missing)."""
     unknown = set(kinds or []) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown kinds of JVM: {', '.join(sorted(unknown))}; choose from {', '.join(KINDS)}")
     missing = [s.kind for s in states() if not s.ready and s.path is not None and (kinds is None or s.kind in kinds)]
     if not missing or not enabled():
         return states()
-    if not quiet:
-        print(f"Making the JVMs' start-up archives ({', '.join(missing)}); first run only, "
-              "about a minute and a half ...", flush=True)
+    print(f"Making the JVMs' start-up archives ({', '.join(missing)}); first run only, "
+          "about a minute and a half ...", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="streamlab-archives-") as tmp:
         env = {k: v for k, v in os.environ.items()
@@ -75,9 +74,9 @@ def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list
         for s in result:
             print(f"  {s.kind:<15} {s.detail}")
         print(f"  ({time.monotonic() - started:.0f} s)")
-        if proc.returncode != 0:
-            print("  Some archives could not be made; the JVMs start without them (just slower), and make "
-                  "them when they exit. What went wrong:\n" + _tail(proc.stdout + proc.stderr), flush=True)
+    if proc.returncode != 0:
+        print("  Some archives could not be made; the JVMs start without them (just slower), and make "
+              "them when they exit. What went wrong:\n" + _tail(proc.stdout + proc.stderr), flush=True)
     return result
 
 

@@ -96,7 +96,8 @@ def test_only_the_work_folder_and_tmp_are_writable(box):
     done = run_inside(box, f"""
         import os, sys
         targets = [{str(ROOT / 'streamlab' / 'x.py')!r}, os.path.join(sys.prefix, "lib", "evil.pth"),
-                   os.path.join(os.environ["STREAMLAB_CACHE_DIR"], "evil.jar"), "/etc/evil", "/usr/evil"]
+                   os.path.join(os.environ["STREAMLAB_CACHE_DIR"], "evil.jar"), "/etc/evil", "/usr/evil",
+                   os.path.join(os.environ["STREAMLAB_CACHE_DIR"], "archives", "spark-driver-0.jsa")]
         for path in targets:
             try:
                 open(path, "w").write("x")
@@ -110,6 +111,27 @@ def test_only_the_work_folder_and_tmp_are_writable(box):
     assert done.returncode == 0, done.stderr
     assert "WROTE" not in done.stdout and "own files ok" in done.stdout, done.stdout
     assert not (ROOT / "streamlab" / "x.py").exists()
+
+
+def test_jvms_inside_map_the_courses_start_up_archives_and_make_none(box):
+    """The cache is read-only inside: a kernel's JVMs map the archives `make setup` made (a JVM started
+    with -Xshare:on refuses to start unless it does), and never try to write one."""
+    done = run_inside(box, """
+        import os, subprocess
+        from streamlab import jars
+        from streamlab.java import find_java
+        from streamlab.jvm_archives import jvm_options
+        classpath = [*jars.jars("kafka"), *jars.jars("tools")]
+        options = jvm_options("kafka-tools", classpath)
+        print("OPTIONS", options)
+        cp = os.pathsep.join(map(str, classpath))
+        proc = subprocess.run([find_java(), *options, "-Xshare:on", "-cp", cp, "kafka.tools.StorageTool",
+                               "random-uuid"], capture_output=True, text=True)
+        print("RC", proc.returncode, proc.stderr)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "-Xshare:auto" in done.stdout and "ArchiveClassesAtExit" not in done.stdout, done.stdout
+    assert "RC 0 \n" in done.stdout, done.stdout
 
 
 def test_no_network_but_the_broker(box, broker):
