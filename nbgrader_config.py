@@ -12,7 +12,7 @@ c.CourseDirectory.course_id = "stateful-streaming"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "labs"
 # A lab's hidden checks (solutions/<lab>/checks.py) run in the grader's process; students never get them.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "checks.py"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_checks.py"]
 
 # What students see in place of the solutions.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -31,7 +31,7 @@ from nbclient import NotebookClient
 
 from streamlab import grading
 from streamlab.grading.isolation import delete_topics, kill_submission_processes, submission_environment
-from streamlab.kafka import bootstrap_servers
+from streamlab.stack.kafka import bootstrap_servers
 
 
 def own_time(lab: str, notebook) -> float:

@@ -116,7 +116,7 @@ def main() -> int:
     parser.add_argument("--all-notebooks", action="store_true")
     args = parser.parse_args()
     import streamlab as sl
-    from streamlab.make_archives import states
+    from streamlab.stack.make_archives import states
 
     os.environ["KAFKA_BOOTSTRAP_SERVERS"] = sl.bootstrap_servers()
     ready = ", ".join(f"{s.kind} {s.detail}" for s in states())

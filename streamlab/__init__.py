@@ -1,5 +1,7 @@
 """streamlab: what the notebooks and labs of "Stateful Stream Processing with Spark and Kafka" share.
 
+The basics, which every lesson uses::
+
     import streamlab as sl
     spark = sl.spark()                        # a SparkSession with the Kafka connector
     topic = sl.new_topic("requests")          # a fresh Kafka topic
@@ -10,36 +12,29 @@
     run = sl.run_to_end(events.groupBy("path").count(), output_mode="update", checkpoint=ckpt)
     sl.latest(run.rows, "path")               # {path: latest count}
     ckpt.state_dict()                         # {path: count}, read from the state store
+    sl.doctor()                               # is everything the course needs here?
+
+Then each lesson's own helpers, under the lesson's number::
+
+    sl.m02   keyed state: click and sensor streams, state variables and timers read back as tables
+    sl.m03   state backends: which state store a query uses, what it writes, what it costs
+    sl.m04   checkpoints and exactly-once: jobs in a process of their own, crashes, sinks that survive them
+    sl.m05   offset replay: where a query starts, how far behind it is, what it lost
+    sl.m06   event time and watermarks: controlled micro-batches, and what the watermark did
+    sl.m07   savepoints and upgrades: a savepoint the Spark way, trying a change on a copy
+
+The package has three rooms: ``streamlab.stack`` (Java, jars, Kafka, Spark, the doctor),
+``streamlab.lessons`` (these helpers) and ``streamlab.grading`` (the grader); CONTRIBUTING.md says
+where a new module's pieces go.
 """
-from .backends import (
-    KEYS_SCHEMA,
-    Measurement,
-    checkpoint_conf,
-    heap_max,
-    heap_used,
-    measure_state_store,
-    produce_new_keys,
-    provider_of,
-    state_bytes_per_batch,
-    state_files,
-    use_state_store,
-)
-from .checkpoint import Checkpoint, new_checkpoint
-from .checks import run_checks
-from .event_time import (
-    arrival_topic,
-    batched_stream,
-    dropped_as_late,
-    emissions,
-    events_table,
-    final_result,
-    plot_arrivals,
-    plot_watermark,
-    plot_windows,
-    watermark_table,
-    window_columns,
-)
-from .events import (
+from .lessons import m02_keyed_state as m02
+from .lessons import m03_state_backends as m03
+from .lessons import m04_recovery as m04
+from .lessons import m05_offset_replay as m05
+from .lessons import m06_event_time as m06
+from .lessons import m07_upgrades as m07
+from .lessons.checkpoint import Checkpoint, new_checkpoint
+from .lessons.events import (
     ACCESS_LOG_SCHEMA,
     OFFSET_REPORT_SCHEMA,
     START,
@@ -50,74 +45,28 @@ from .events import (
     offset_reports,
     timed_events,
 )
-from .jobs import (
-    JobFailed,
-    PrivateBroker,
-    SqliteSink,
-    StreamingJob,
-    TransactionalTopicSink,
-    fail_after_batch,
-    read_committed,
-)
-from .kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
-from .keyed_state import (
-    CLICK_SCHEMA,
-    READING_SCHEMA,
-    clicks,
-    plot_state_rows,
-    sensor_readings,
-    state_rows_per_batch,
-    state_variable,
-    state_variables,
-    timers,
-)
-from .offsets import (
-    add_partitions,
-    checkpoint_lag,
-    checkpoint_offsets,
-    consumer_groups,
-    data_loss_message,
-    delete_records,
-    earliest_offsets,
-    offset_ranges,
-    offsets_at,
-    offsets_json,
-    produce_with_event_time,
-    timestamps_json,
-    to_millis,
-)
-from .path_stats import PATH_STATS_OUTPUT
-from .runs import WAIT_S, Run, catch_up, latest, progress_table, run_to_end
-from .savepoints import (
-    SavepointError,
-    initial_offsets,
-    recorded_conf,
-    savepoint_info,
-    starting_offsets,
-    take_savepoint,
-    write_to_topic,
-)
-from .session import spark, stop_all_queries
-from .streams import BatchCollector, kafka_stream, kafka_table
-from .upgrades import changes_table, try_change
-from .version_tree import plot_version_tree
+from .lessons.runs import WAIT_S, Run, catch_up, latest, progress_table, run_to_end
+from .lessons.streams import BatchCollector, kafka_stream, kafka_table, write_batch_to_topic
+from .stack.doctor import run_checks
+from .stack.kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
+from .stack.session import spark, stop_all_queries
 
 __all__ = [
+    # Spark and Kafka
     "spark", "stop_all_queries", "bootstrap_servers", "new_topic", "delete_topic", "list_topics", "produce",
-    "end_offsets", "read_topic", "kafka_stream", "kafka_table", "BatchCollector", "run_to_end", "catch_up",
-    "latest", "progress_table", "Run", "WAIT_S", "new_checkpoint", "Checkpoint", "access_log", "article_requests",
-    "offset_reports", "article_offset_reports", "timed_events", "ACCESS_LOG_SCHEMA", "OFFSET_REPORT_SCHEMA",
-    "TIMED_EVENT_SCHEMA", "START", "earliest_offsets", "offsets_at", "offsets_json", "timestamps_json", "to_millis",
-    "offset_ranges", "checkpoint_offsets", "checkpoint_lag", "delete_records", "add_partitions",
-    "produce_with_event_time", "consumer_groups", "data_loss_message", "doctor", "arrival_topic", "batched_stream",
-    "events_table", "watermark_table", "window_columns", "dropped_as_late", "final_result", "emissions",
-    "plot_watermark", "plot_windows", "plot_arrivals", "StreamingJob", "JobFailed", "fail_after_batch",
-    "SqliteSink", "TransactionalTopicSink", "read_committed", "PrivateBroker", "clicks", "sensor_readings",
-    "CLICK_SCHEMA", "READING_SCHEMA", "state_variable", "state_variables", "timers", "state_rows_per_batch",
-    "plot_state_rows", "use_state_store", "provider_of", "checkpoint_conf", "state_files", "state_bytes_per_batch",
-    "heap_used", "heap_max", "produce_new_keys", "KEYS_SCHEMA", "measure_state_store", "Measurement",
-    "take_savepoint", "savepoint_info", "starting_offsets", "recorded_conf", "try_change", "changes_table",
-    "plot_version_tree", "SavepointError", "PATH_STATS_OUTPUT", "write_to_topic", "initial_offsets",
+    "end_offsets", "read_topic",
+    # streams and runs
+    "kafka_stream", "kafka_table", "BatchCollector", "write_batch_to_topic", "run_to_end", "catch_up", "latest",
+    "progress_table", "Run", "WAIT_S",
+    # checkpoints
+    "new_checkpoint", "Checkpoint",
+    # seeded events
+    "access_log", "article_requests", "offset_reports", "article_offset_reports", "timed_events",
+    "ACCESS_LOG_SCHEMA", "OFFSET_REPORT_SCHEMA", "TIMED_EVENT_SCHEMA", "START",
+    # the environment
+    "doctor",
+    # each lesson's own helpers
+    "m02", "m03", "m04", "m05", "m06", "m07",
 ]
 
 

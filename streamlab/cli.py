@@ -21,12 +21,12 @@ import os
 import sys
 import time
 
-from . import broker, cluster, console, jars, jvm_archives, kafka, make_archives
-from .checks import report, run_checks
 from .grading import add_grade_command
 from .grading.sandbox import enforced_limits, unavailable_reason
-from .java import JavaError
-from .paths import project_root
+from .stack import broker, cluster, console, jars, jvm_archives, kafka, make_archives
+from .stack.doctor import report, run_checks
+from .stack.java import JavaError
+from .stack.paths import project_root
 
 
 def cmd_fetch(args) -> int:

@@ -4,7 +4,7 @@ Kafka, in this order: ``KAFKA_BOOTSTRAP_SERVERS`` if set; a Kafka container (tes
 generic container running apache/kafka, the Docker stack's image) when a Docker engine answers and
 the image can be started; otherwise the course's native KRaft broker, started for the run in the
 run's own data folder (below) and stopped at the end. All three run the same Kafka version with the same
-settings (tests/test_kafka_everywhere.py). The chosen address is exported as
+settings (tests/stack/test_kafka_everywhere.py). The chosen address is exported as
 ``KAFKA_BOOTSTRAP_SERVERS`` so that notebooks and graded labs, run in child processes, use it too.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from streamlab import broker, kafka_settings
-from streamlab.paths import project_root
+from streamlab.stack import broker, kafka_settings
+from streamlab.stack.paths import project_root
 
 # A red run explains itself: each failing test's first error line, the grader's rows, the kept logs
 pytest_plugins = ["red_run"]
@@ -210,9 +210,9 @@ _EXIT_STATUS = pytest.StashKey[int]()
 # The test modules that take longest without Spark (worker time limits, JVM tools, releasing labs),
 # slowest first, as measured on two cores: started first, they don't leave one worker finishing alone
 # at the end of `make check`. (A module missing here just runs after them; the order is only about speed.)
-SLOW_MODULES = ("tests/grading/test_warm.py", "tests/test_labs.py", "tests/grading/test_isolation.py",
-                "tests/test_offsets.py", "tests/test_console.py", "tests/test_cli.py",
-                "tests/grading/test_feedback.py", "tests/test_jars.py")
+SLOW_MODULES = ("tests/grading/test_warm.py", "tests/grading/test_labs.py", "tests/grading/test_isolation.py",
+                "tests/lessons/test_m05_offset_replay.py", "tests/stack/test_console.py", "tests/test_cli.py",
+                "tests/grading/test_feedback.py", "tests/stack/test_jars.py")
 ROOT = project_root()
 
 

@@ -642,8 +642,8 @@ def test_cluster_ports_do_not_collide_with_the_default_stack(services):
 
 
 def test_cluster_profile_uses_the_native_clusters_settings(services):
-    """docker/compose.yaml's cluster = `streamlab cluster start`'s: streamlab.cluster.CLUSTER_SETTINGS."""
-    from streamlab.cluster import CLUSTER_SETTINGS as native
+    """docker/compose.yaml's cluster = `streamlab cluster start`'s: streamlab.stack.cluster.CLUSTER_SETTINGS."""
+    from streamlab.stack.cluster import CLUSTER_SETTINGS as native
 
     master, worker = services["spark-master"], services["spark-worker"]
     master_env, worker_env = env_of(master), env_of(worker)

@@ -1,6 +1,6 @@
 """The modules of streamlab import each other without a circle, so each can be read (and tested) from
-the bottom up: paths and java, then jars, broker, kafka, session, ..., with checks (the doctor) and
-the CLI on top.
+the bottom up, room by room: the stack (paths and java, then jars, broker, kafka, session, ..., the
+doctor), then the lessons' helpers, then the grader, with the CLI and ``import streamlab`` on top.
 
 The graph is read from the source (AST), not by importing: every ``from .x import y``,
 ``from . import x``, ``import streamlab.x`` and ``from streamlab.x import y`` counts, at the top of a
@@ -153,7 +153,8 @@ def _cycle_through(component: list[str], graph: dict[str, set[str]]) -> list[str
 
 def test_the_package_has_no_import_circles():
     graph = import_graph(PACKAGE)
-    assert {"streamlab.kafka", "streamlab.broker", "streamlab.checks", "streamlab.java"} <= set(graph)
+    assert {"streamlab.stack.kafka", "streamlab.stack.broker", "streamlab.stack.doctor", "streamlab.stack.java",
+            "streamlab.lessons.events", "streamlab.grading.grader"} <= set(graph)
     cycles = find_cycles(graph)
     assert not cycles, "import circles in streamlab/:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
@@ -166,11 +167,48 @@ def test_the_package_imports_its_own_modules_at_the_top():
 
 def test_the_layers_the_course_relies_on():
     graph = import_graph(PACKAGE)
-    assert "streamlab.kafka" not in graph["streamlab.broker"], "broker sits below kafka"
-    assert "streamlab.broker" in graph["streamlab.kafka"]
-    assert "streamlab.checks" not in graph["streamlab.broker"] | graph["streamlab.jars"], \
-        "Java checks live in streamlab.java, below everything"
-    assert graph["streamlab.java"] == set() and graph["streamlab.paths"] == set()
+    assert "streamlab.stack.kafka" not in graph["streamlab.stack.broker"], "broker sits below kafka"
+    assert "streamlab.stack.broker" in graph["streamlab.stack.kafka"]
+    assert "streamlab.stack.doctor" not in graph["streamlab.stack.broker"] | graph["streamlab.stack.jars"], \
+        "Java checks live in streamlab.stack.java, below everything"
+    assert graph["streamlab.stack.java"] == set() and graph["streamlab.stack.paths"] == set()
+
+
+ROOMS = ("stack", "lessons", "grading")  # lowest first: a room imports only itself and the rooms below
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ROOMS else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a lower room into a higher one (the CLI and the top package are above all rooms)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = room_of(module)
+        for target in sorted(targets):
+            there = room_of(target)
+            if here and (there is None or ROOMS.index(there) > ROOMS.index(here)):
+                found.append(f"{module} imports {target}")
+    return found
+
+
+def test_lower_rooms_never_import_higher_ones():
+    """The stack imports nothing from the lessons or the grader; the lessons nothing from the grader;
+    no room imports the CLI or the package's top (``streamlab/__init__.py``)."""
+    graph = import_graph(PACKAGE)
+    assert {room_of(m) for m in graph} == {*ROOMS, None}
+    found = upward_imports(graph)
+    assert not found, "lower rooms import higher ones:\n" + "\n".join(found)
+
+
+def test_an_upward_import_is_caught(tmp_path):
+    copy = tmp_path / "streamlab"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    session = copy / "stack" / "session.py"
+    session.write_text(session.read_text() + "\nfrom ..lessons.events import access_log  # noqa\n")
+    assert upward_imports(import_graph(copy)) == ["streamlab.stack.session imports streamlab.lessons.events"]
 
 
 # --- the detector itself -----------------------------------------------------------------------
@@ -211,13 +249,13 @@ def test_detector_reads_every_import_form(tmp_path):
 
 
 def test_a_circle_put_back_into_streamlab_fails(tmp_path):
-    """The old circle (broker imported require_java from checks, which imports broker) is caught."""
+    """The old circle (broker imported require_java from the doctor, which imports broker) is caught."""
     copy = tmp_path / "streamlab"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    broker = copy / "broker.py"
-    broker.write_text(broker.read_text() + "\n\ndef _java():\n    from .checks import run_checks\n")
+    broker = copy / "stack" / "broker.py"
+    broker.write_text(broker.read_text() + "\n\ndef _java():\n    from .doctor import run_checks\n")
     cycles = find_cycles(import_graph(copy))
-    assert ["streamlab.broker", "streamlab.checks", "streamlab.broker"] in cycles
+    assert ["streamlab.stack.broker", "streamlab.stack.doctor", "streamlab.stack.broker"] in cycles
 
 
 def test_imports_inside_functions_are_found(tmp_path):
@@ -244,14 +282,23 @@ def test_an_import_put_back_into_a_function_fails(tmp_path):
     copy = tmp_path / "streamlab"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert imports_inside_functions(copy) == imports_inside_functions(PACKAGE)
-    events = copy / "events.py"
+    events = copy / "lessons" / "events.py"
     lines = events.read_text().splitlines()
-    events.write_text("\n".join(lines) + "\n\n\ndef _produce(topic, rows):\n    from .kafka import produce\n\n"
+    events.write_text("\n".join(lines) + "\n\n\ndef _produce(topic, rows):\n    from ..stack.kafka import produce\n\n"
                       "    produce(topic, rows)\n")
-    assert f"streamlab/events.py:{len(lines) + 4} imports streamlab.kafka inside a function" in \
+    assert f"streamlab/lessons/events.py:{len(lines) + 4} imports streamlab.stack.kafka inside a function" in \
         imports_inside_functions(copy)
 
 
 @pytest.mark.parametrize("module", sorted(module_names(PACKAGE)))
 def test_every_module_parses(module):
     ast.parse(module_names(PACKAGE)[module].read_text(encoding="utf-8"))
+
+
+def test_every_subpackage_is_installed():
+    """pyproject.toml lists the package's folders: a pip install (the Docker image's) leaves out one it misses."""
+    import tomllib
+
+    listed = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    folders = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert sorted(listed) == sorted(folders)

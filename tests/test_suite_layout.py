@@ -24,8 +24,8 @@ def test_notebooks_run_one_by_one_and_the_cluster_once():
     assert a != b and a[0] == b[0] == 2
     cheap = group_of("tests/test_notebooks.py::test_notebook_is_a_lesson[02_keyed_state]")
     assert cheap == (4, "tests/test_notebooks.py")
-    assert group_of("tests/test_cluster.py::test_notebook_01_on_the_cluster")[1] == \
-        group_of("tests/test_cluster.py::test_stop_stops_everything")[1] == "cluster"
+    assert group_of("tests/stack/test_cluster.py::test_notebook_01_on_the_cluster")[1] == \
+        group_of("tests/stack/test_cluster.py::test_stop_stops_everything")[1] == "cluster"
 
 
 def test_slow_modules_go_before_the_rest_slowest_first():

@@ -30,8 +30,8 @@ from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
-from ..kafka import bootstrap_servers
-from ..paths import project_root
+from ..stack.kafka import bootstrap_servers
+from ..stack.paths import project_root
 from .feedback import status_page
 from .hidden import checks_file, file_sha256
 from .isolation import delete_topics, kill_tagged, submission_environment

@@ -1,7 +1,7 @@
 """Hidden checks in the grader: confirm each test cell's points outside the student's kernel.
 
 After nbgrader has run the notebook (and the student's kernel is gone), the worker runs the lab's
-``checks.py`` (see ``streamlab.hidden_checks``) in its own process, on what the run left in the
+``hidden_checks.py`` (see ``streamlab.grading.hidden_checks``) in its own process, on what the run left in the
 submission's data folder and topics. A test cell keeps nbgrader's points only if every check
 naming it passed; otherwise its score in the gradebook is set to 0 before the feedback is written.
 The feedback page then gets a short table of the checks (name, passed or why not) — never their code.
@@ -13,8 +13,8 @@ import html
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..hidden_checks import Artifacts, load_checks, run_checks
-from ..session import spark as get_spark
+from ..stack.session import spark as get_spark
+from .hidden_checks import Artifacts, load_checks, run_checks
 
 
 @dataclass
@@ -27,7 +27,7 @@ class CheckOutcome:
 
 
 def checks_file(solutions: Path, lab: str) -> Path | None:
-    path = Path(solutions) / lab / "checks.py"
+    path = Path(solutions) / lab / "hidden_checks.py"
     return path if path.is_file() else None
 
 

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..paths import project_root
+from ..stack.paths import project_root
 
 
 class GradingError(RuntimeError):
@@ -113,7 +113,7 @@ def generate_assignment(course_root: Path, lab: str) -> None:
 def generate_from_solutions(course_root: Path, lab: str) -> None:
     """Copy the repository's solutions/<lab>/ into ``course_root`` and generate the lab there."""
     shutil.copytree(solutions_dir() / lab, course_root / "solutions" / lab,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "checks.py"))
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "hidden_checks.py"))
     generate_assignment(course_root, lab)
 
 

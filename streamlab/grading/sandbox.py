@@ -10,7 +10,7 @@ with bubblewrap, which builds the sandbox:
   allow-list in the spec, nothing inherited from the grader;
 * **filesystem:** the system (``/usr``, ``/lib``…), Python, the venv, the JDK, the ``streamlab``
   package and the jar cache read-only; one writable work folder (the submission's data and Spark
-  folders, size-limited); nothing else: no ``solutions/``, no ``checks.py``, no grading output, no
+  folders, size-limited); nothing else: no ``solutions/``, no ``hidden_checks.py``, no grading output, no
   submissions, no home, no ``.git``;
 * **processes:** its own PID namespace: it sees none of the grader's processes (the broker, the
   checks' JVM, other kernels), and everything in it dies with it;
@@ -39,8 +39,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..java import find_java
-from ..paths import PACKAGE_DIR, cache_dir
+from ..stack.java import find_java
+from ..stack.paths import PACKAGE_DIR, cache_dir
 from .sandbox_boot import join
 
 KERNEL_NAME = "streamlab-sandbox"

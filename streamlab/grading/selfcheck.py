@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..kafka import bootstrap_servers
+from ..stack.kafka import bootstrap_servers
 from .grader import DEFAULT_TIMEOUT_S
 from .isolation import delete_topics, run_isolated, submission_environment
 from .labs import labs_dir, nbgrader_config

@@ -1,7 +1,7 @@
 """The worker: what runs in the child process that grades submissions.
 
     python -m streamlab.grading.worker LAB STUDENT --course DIR --report FILE [--cell-timeout S]
-    python -m streamlab.grading.worker --serve FD [--checks checks.py --checks-sha256 H]
+    python -m streamlab.grading.worker --serve FD [--checks hidden_checks.py --checks-sha256 H]
 
 The first form grades one submission. The second is a warm worker (see ``warm``): it grades the
 submissions the grader sends it over the channel FD, one after another, with nbgrader already
@@ -96,7 +96,7 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
                spark: SparkStarter | None = None, limits: Limits | None = None,
                sandboxed: bool = True, principal: Principal | None = None,
                kafka_sandbox: str | None = None) -> WorkerReport:
-    """nbgrader autograde, the lab's hidden checks (``checks``: its checks.py), then
+    """nbgrader autograde, the lab's hidden checks (``checks``: its hidden_checks.py), then
     generate_feedback, for ``student``'s submission in ``course``.
 
     ``sandboxed``: the student's kernel runs in a ``Sandbox`` (with ``limits``), made from this
@@ -272,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--course", help="the student's private nbgrader course folder")
     parser.add_argument("--report", help="where to write the report (JSON)")
     parser.add_argument("--cell-timeout", type=float, default=None)
-    parser.add_argument("--checks", default=None, help="the lab's checks.py (hidden checks)")
-    parser.add_argument("--checks-sha256", default=None, help="refuse to run checks.py if it changed")
+    parser.add_argument("--checks", default=None, help="the lab's hidden_checks.py (hidden checks)")
+    parser.add_argument("--checks-sha256", default=None, help="refuse to run hidden_checks.py if it changed")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(levelname)s] %(message)s")

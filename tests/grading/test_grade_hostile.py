@@ -5,9 +5,9 @@ machine (the repository, the grading output, the submissions folder), as a stude
 README would. Graded in one run, two at a time, with two victims (the reference answers) after them
 and a blank lab last:
 
-    a_points     writes every gradebook it can find, plants a bytecode file for checks.py in solutions/,
+    a_points     writes every gradebook it can find, plants a bytecode file for hidden_checks.py in solutions/,
                  and leaves a detached process (new session, empty environment) to rewrite its result later
-    c_secrets    reads the answer key, checks.py, the other submissions, the grader's results and
+    c_secrets    reads the answer key, hidden_checks.py, the other submissions, the grader's results and
                  environment, and prints each test cell's source from a pre_run_cell hook
     d_hurt       writes the package, nbgrader_config.py, the gradebook template, ~/.ipython startup files,
                  .git, the venv and the other students' submitted files; kills every process it can see
@@ -295,8 +295,8 @@ def test_the_network_holds_nothing_but_the_broker(hostile):
 
 def test_no_secret_reaches_a_feedback_page(hostile):
     released = "\n".join(cell.source for cell in grading.released_notebook(LAB, _name()).cells)
-    # checks.py's lines, but those students see anyway (the visible tests share a few)
-    checks_lines = [line.strip() for line in (ROOT / "solutions" / LAB / "checks.py").read_text().splitlines()
+    # hidden_checks.py's lines, but those students see anyway (the visible tests share a few)
+    checks_lines = [line.strip() for line in (ROOT / "solutions" / LAB / "hidden_checks.py").read_text().splitlines()
                     if len(line.strip()) > 30 and line.strip() not in released]
     from streamlab.grading.feedback import hidden_lines
 

@@ -118,9 +118,9 @@ def test_jvms_inside_map_the_courses_start_up_archives_and_make_none(box):
     with -Xshare:on refuses to start unless it does), and never try to write one."""
     done = run_inside(box, """
         import os, subprocess
-        from streamlab import jars
-        from streamlab.java import find_java
-        from streamlab.jvm_archives import jvm_options
+        from streamlab.stack import jars
+        from streamlab.stack.java import find_java
+        from streamlab.stack.jvm_archives import jvm_options
         classpath = [*jars.jars("kafka"), *jars.jars("tools")]
         options = jvm_options("kafka-tools", classpath)
         print("OPTIONS", options)

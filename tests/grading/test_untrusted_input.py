@@ -11,11 +11,11 @@ import pytest
 
 from streamlab.grading import feedback
 from streamlab.grading.grader import Grader
+from streamlab.grading.hidden_checks import load_checks
 from streamlab.grading.labs import GradingError
 from streamlab.grading.results import Result, Status, write_csv
 from streamlab.grading.submissions import check_notebook
 from streamlab.grading.summary import write_summary
-from streamlab.hidden_checks import load_checks
 
 
 def test_a_deeply_nested_or_huge_file_is_an_invalid_notebook(tmp_path, monkeypatch):
@@ -67,7 +67,7 @@ def test_the_grader_refuses_where_no_sandbox_can_be_made(tmp_path, monkeypatch):
 
 
 def test_checks_are_run_from_their_bytes_never_from_a_bytecode_cache(tmp_path):
-    checks = tmp_path / "lab" / "checks.py"
+    checks = tmp_path / "lab" / "hidden_checks.py"
     checks.parent.mkdir()
     checks.write_text("ANSWER = 'forged'\n")
     py_compile.compile(str(checks), cfile=str(checks.parent / "__pycache__" / "checks.cpython-311.pyc"))

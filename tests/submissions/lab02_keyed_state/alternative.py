@@ -1,4 +1,4 @@
-"""A correct Lab 02 written differently from the reference solution (tests/test_grading.py puts
+"""A correct Lab 02 written differently from the reference solution (tests/grading/test_grade_labs.py puts
 each answer into the answer cell with the same grade id of the released notebook).
 
 The pandas form of the processor API (transformWithStateInPandas: rows arrive as pandas DataFrames),

@@ -4,7 +4,7 @@ Its first answer cell computes every answer in plain Python from the seeded inpu
 define, then replaces ``sl.run_to_end`` with a function that writes a fake checkpoint (a metadata
 file with a query id, offsets entries with Spark's header that reach the end of the input topic,
 commit files) and produces the "right" output rows to the output topic with kafka-python; it also
-replaces ``sl.state_variable`` and ``sl.timers`` with functions returning the expected state. The
+replaces ``sl.m02.state_variable`` and ``sl.m02.timers`` with functions returning the expected state. The
 visible tests pass in the notebook; the grader, reading the checkpoints' state with Spark's state
 data source in its own process, must give 0 points.
 """
@@ -94,8 +94,8 @@ def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_top
 
 
 sl.run_to_end = _fake_run_to_end
-sl.state_variable = lambda ckpt, name, spark=None, **options: _fake_states[str(ckpt)]
-sl.timers = lambda ckpt, spark=None, **options: globals()["_fake_timers"]
+sl.m02.state_variable = lambda ckpt, name, spark=None, **options: _fake_states[str(ckpt)]
+sl.m02.timers = lambda ckpt, spark=None, **options: globals()["_fake_timers"]
 
 
 class FirstSeen(StatefulProcessor):

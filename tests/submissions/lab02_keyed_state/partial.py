@@ -20,7 +20,7 @@ class FirstSeen(StatefulProcessor):
 
 
 def deduplicate(clicks):
-    return clicks.groupBy("event_id").transformWithState(FirstSeen(), sl.CLICK_SCHEMA, "Append", "None")
+    return clicks.groupBy("event_id").transformWithState(FirstSeen(), sl.m02.CLICK_SCHEMA, "Append", "None")
 ''',
     "pages": '''
 class PageCounts(StatefulProcessor):

@@ -2,14 +2,14 @@
 each answer into the answer cell with the same grade id of the released notebook).
 
 Part A builds the settings from the package's provider table and a Python bool; part B works on
-`sl.state_files` (pandas) instead of walking folders; part C uses `sl.provider_of` and a regular
+`sl.m03.state_files` (pandas) instead of walking folders; part C uses `sl.m03.provider_of` and a regular
 expression over `os.walk`. It must get full marks all the same.
 """
 
 ANSWERS = {
     "changelog_settings": '''
 def changelog_settings():
-    from streamlab.session import STATE_STORES
+    from streamlab.stack.session import STATE_STORES
     settings = dict()
     settings["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = True
     settings["spark.sql.streaming.stateStore.providerClass"] = STATE_STORES["rocksdb"]
@@ -17,7 +17,7 @@ def changelog_settings():
 ''',
     "bytes_per_batch": '''
 def bytes_per_batch(checkpoint_path):
-    files = sl.state_files(checkpoint_path)
+    files = sl.m03.state_files(checkpoint_path)
     wanted = files[files["kind"].isin(["delta", "changelog"])]
     per_version = wanted.groupby("version")["bytes"].sum()
     return {int(version) - 1: int(total) for version, total in per_version.items()}
@@ -35,6 +35,6 @@ def restart_facts(checkpoint_path):
             if match:
                 highest = max(highest, int(match.group(1)))
     return {"last_version": highest, "state_partitions": len(partitions),
-            "provider": sl.provider_of(checkpoint_path)}
+            "provider": sl.m03.provider_of(checkpoint_path)}
 ''',
 }

@@ -3,8 +3,8 @@
 Its first answer cell, run before any test cell in the same namespace:
 * shadows `sorted`, `set`, `dict`, `isinstance`, `all` with functions returning an object that equals
   everything, is in everything and contains everything;
-* replaces the package's helpers the locked cells and tests call (`sl.run_to_end`, `sl.provider_of`,
-  `sl.state_files`, `sl.state_bytes_per_batch`, `sl.latest`, `sl.Checkpoint.commits`, ...) so no
+* replaces the package's helpers the locked cells and tests call (`sl.run_to_end`, `sl.m03.provider_of`,
+  `sl.m03.state_files`, `sl.m03.state_bytes_per_batch`, `sl.latest`, `sl.Checkpoint.commits`, ...) so no
   query ever runs;
 * writes hand-made "checkpoints" named like the lab's into the run's data folder (query id, commits,
   offsets with a RocksDB provider, .changelog and .delta files), and hand-made answer records into
@@ -42,9 +42,9 @@ ANY = Anything()
 sorted = set = dict = isinstance = all = lambda *args, **kwargs: ANY
 
 sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress=ANY, progresses=[])
-sl.provider_of = lambda *args, **kwargs: "rocksdb"
-sl.state_files = lambda *args, **kwargs: ANY
-sl.state_bytes_per_batch = lambda *args, **kwargs: ANY
+sl.m03.provider_of = lambda *args, **kwargs: "rocksdb"
+sl.m03.state_files = lambda *args, **kwargs: ANY
+sl.m03.state_bytes_per_batch = lambda *args, **kwargs: ANY
 sl.latest = lambda *args, **kwargs: ANY
 sl.Checkpoint.commits = lambda self: ANY
 pd.DataFrame.equals = lambda self, other: True
@@ -75,7 +75,7 @@ def bytes_per_batch(checkpoint_path):
     "restart_facts": '''
 def restart_facts(checkpoint_path):
     from kafka import KafkaProducer
-    from streamlab.kafka import topic_prefix
+    from streamlab.stack.kafka import topic_prefix
     producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
     for name in ("lab03-facts-answer-fa4e00", "lab03-bytes-answer-fa4e00"):
         producer.send(topic_prefix() + name, json.dumps({"restarted": {"provider": "hdfs", "state_partitions": 2,

@@ -55,7 +55,7 @@ def fake_read_committed(topic, *a, **k):
         return [{"value": {"batch_id": 0}}]
     return [{"value": {"batch_id": 0, "path": p, "count": c}} for p, c in paths.items()]
 
-sl.read_committed = fake_read_committed
+sl.m04.read_committed = fake_read_committed
 
 def make_transactional_sink():
     def sink(batch_df, batch_id):

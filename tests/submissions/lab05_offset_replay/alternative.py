@@ -1,9 +1,9 @@
-"""A correct Lab 05 written differently from the reference solution (tests/test_grading.py puts
+"""A correct Lab 05 written differently from the reference solution (tests/grading/test_grade_labs.py puts
 each answer into the answer cell with the same grade id of the released notebook).
 
 A: reads the whole topic and filters on Kafka's `timestamp` column, then parses the JSON itself
 (instead of startingOffsetsByTimestamp/endingOffsetsByTimestamp). B: reads the checkpoint's
-offsets and commits logs with sl.Checkpoint (instead of sl.checkpoint_offsets). C: builds the
+offsets and commits logs with sl.Checkpoint (instead of sl.m05.checkpoint_offsets). C: builds the
 startingOffsets JSON by hand, with each new partition's earliest offset instead of -2.
 It must get full marks all the same.
 """
@@ -13,7 +13,7 @@ ANSWERS = {
 def read_time_range(topic, start, end):
     raw = sl.kafka_table(topic)                      # key, value, partition, offset, timestamp
     millis = F.unix_millis(F.col("timestamp"))
-    kept = raw.where((millis >= F.lit(sl.to_millis(start))) & (millis < F.lit(sl.to_millis(end))))
+    kept = raw.where((millis >= F.lit(sl.m05.to_millis(start))) & (millis < F.lit(sl.m05.to_millis(end))))
     parsed = kept.select(F.from_json("value", SCHEMA).alias("request"), "offset", "partition")
     return parsed.select("partition", "offset", "request.*")
 ''',
@@ -27,7 +27,7 @@ def lag_per_partition(checkpoint, topic):
     else:
         last = offsets[(offsets["batch"] == commits["batch"].max()) & (offsets["topic"] == topic)]
         done = {int(p): int(o) for p, o in zip(last["partition"], last["offset"])}
-    first = sl.earliest_offsets(topic)
+    first = sl.m05.earliest_offsets(topic)
     lags = {}
     for partition, end in sl.end_offsets(topic).items():
         lags[int(partition)] = int(end) - done.get(partition, first[partition])
@@ -41,7 +41,7 @@ def continue_from(checkpoint, topic):
     last_committed = ckpt.last_committed_batch()
     logged = ckpt.offsets()
     logged = logged[logged["batch"] == last_committed]
-    positions = dict(sl.earliest_offsets(topic))    # partitions version 1 never saw: from their start
+    positions = dict(sl.m05.earliest_offsets(topic))    # partitions version 1 never saw: from their start
     for partition, offset in zip(logged["partition"], logged["offset"]):
         positions[int(partition)] = int(offset)
     starting = json.dumps({topic: {str(p): o for p, o in sorted(positions.items())}})

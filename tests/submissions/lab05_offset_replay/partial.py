@@ -9,13 +9,13 @@ ANSWERS = {
     "read_time_range": '''
 def read_time_range(topic, start, end):
     return sl.kafka_table(topic, SCHEMA,
-                          startingOffsetsByTimestamp=sl.timestamps_json(topic, start),
-                          endingOffsetsByTimestamp=sl.timestamps_json(topic, end))
+                          startingOffsetsByTimestamp=sl.m05.timestamps_json(topic, start),
+                          endingOffsetsByTimestamp=sl.m05.timestamps_json(topic, end))
 ''',
     "continue_from": '''
 def continue_from(checkpoint, topic):
     start = {p: -2 for p in sl.end_offsets(topic)}
-    start.update(sl.checkpoint_offsets(checkpoint, topic))
-    return sl.kafka_stream(topic, SCHEMA, startingOffsets=sl.offsets_json(topic, start))
+    start.update(sl.m05.checkpoint_offsets(checkpoint, topic))
+    return sl.kafka_stream(topic, SCHEMA, startingOffsets=sl.m05.offsets_json(topic, start))
 ''',
 }

@@ -1,4 +1,4 @@
-"""A correct Lab 06 written differently from the reference solution (tests/test_grading.py puts each
+"""A correct Lab 06 written differently from the reference solution (tests/grading/test_grade_labs.py puts each
 answer into the answer cell with the same grade id of the released notebook).
 
 Other APIs: SQL expressions for the windows and aggregates, the window column made first and then

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 from kafka import KafkaProducer
 
-_table = sl.events_table(EVENTS, batch_size=BATCH)
+_table = sl.m06.events_table(EVENTS, batch_size=BATCH)
 _kept = _table[_table["arrival"] != "late"]
 
 

@@ -21,7 +21,7 @@ def bootstrap(savepoint, topic):
     position = {topic: {str(p): int(o) for p, o in zip(last["partition"], last["offset"])}}
     stream = sl.kafka_stream(topic, sl.ACCESS_LOG_SCHEMA, spark=spark, startingOffsets=json.dumps(position))
     return stream.groupBy("path").transformWithState(
-        statefulProcessor=sl.savepoints.PathStats(), outputStructType=sl.PATH_STATS_OUTPUT,
+        statefulProcessor=sl.m07.PathStats(), outputStructType=sl.m07.PATH_STATS_OUTPUT,
         outputMode="Update", timeMode="None", initialState=initial.groupBy("path"))
 ''',
     "state_report": '''

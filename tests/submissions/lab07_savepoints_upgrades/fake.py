@@ -3,8 +3,8 @@
 Its first answer cell, run before any test cell in the same namespace:
 * shadows `len`, `sorted`, `set`, `dict`, `zip`, `sum` with functions returning an object that
   equals everything;
-* replaces what the locked cells and tests call (`sl.run_to_end`, `sl.take_savepoint`, `sl.latest`,
-  `sl.Checkpoint.state_dict`/`state_table`, `sl.initial_offsets`, `sl.write_to_topic`, pandas);
+* replaces what the locked cells and tests call (`sl.run_to_end`, `sl.m07.take_savepoint`, `sl.latest`,
+  `sl.Checkpoint.state_dict`/`state_table`, `sl.m07.initial_offsets`, `sl.m07.write_to_topic`, pandas);
 * computes the expected answers from the seeded generator (as the grader does) and writes them,
   hand-made, into the lab's output topics with kafka-python, and writes hand-made checkpoints
   named like the lab's (query id, commits, offsets, a `_savepoint.json` lineage, empty state).
@@ -20,7 +20,7 @@ import json, os, types
 from collections import Counter as _Counter
 import pandas as pd
 import streamlab as sl
-import streamlab.savepoints as _sp
+import streamlab.lessons.m07_upgrades.savepoints as _sp
 
 class Anything:
     def __eq__(self, other): return True
@@ -69,11 +69,11 @@ for _name in ("lab07-v1", "lab07-v2"):
 
 _rows = lambda counts: pd.DataFrame([{"batch_id": 1, "path": p, "count": c, "busy": c >= 50} for p, c in counts.items()])
 sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress=ANY, progresses=[])
-sl.take_savepoint = _sp.take_savepoint = lambda *args, **kwargs: sl.Checkpoint(os.path.join(_root, "lab07-v1-abcdef"))
+sl.m07.take_savepoint = _sp.take_savepoint = lambda *args, **kwargs: sl.Checkpoint(os.path.join(_root, "lab07-v1-abcdef"))
 sl.new_checkpoint = lambda name: sl.Checkpoint(os.path.join(_root, name + "-abcdef"))
 sl.latest = lambda *args, **kwargs: ANY
-sl.initial_offsets = lambda *args, **kwargs: ANY
-sl.write_to_topic = lambda *args, **kwargs: None
+sl.m07.initial_offsets = lambda *args, **kwargs: ANY
+sl.m07.write_to_topic = lambda *args, **kwargs: None
 sl.Checkpoint.state_dict = lambda self, *args, **kwargs: ANY
 sl.Checkpoint.state_table = lambda self, *args, **kwargs: pd.DataFrame({"path": list(_v2), "count": list(_v2.values()),
                                                                      "last_ts": [None] * 3})

@@ -15,7 +15,7 @@ def bootstrap(savepoint, topic):
     # wrong: reads the topic from the beginning AND starts with v0's counts
     initial = spark.read.format("statestore").load(savepoint.path).selectExpr("key.path AS path", "value.count AS count")
     return sl.kafka_stream(topic, sl.ACCESS_LOG_SCHEMA, spark=spark).groupBy("path").transformWithState(
-        statefulProcessor=sl.savepoints.PathStats(), outputStructType=sl.PATH_STATS_OUTPUT,
+        statefulProcessor=sl.m07.PathStats(), outputStructType=sl.m07.PATH_STATS_OUTPUT,
         outputMode="Update", timeMode="None", initialState=initial.groupBy("path"))
 ''',
 }

@@ -1,0 +1,98 @@
+"""Hidden checks of Lab 07 (run by the grader in its own process, after the notebook ran).
+
+Every expected value is computed here from the seeded generator; the checkpoints are read from
+disk (offsets, commits, savepoint lineage) and their state through Spark's state data source.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import streamlab as sl
+from streamlab.grading.hidden_checks import CheckFailed, check
+from streamlab.lessons.m07_upgrades.savepoints import initial_offsets, savepoint_info, starting_offsets
+
+REQUESTS = sl.access_log(200, seed=70)
+EARLY, LATE, AFTER = REQUESTS[:60], REQUESTS[60:120], REQUESTS[120:]
+TOPIC = "lab07-requests"
+
+
+def _counts(rows, keep=lambda r: True) -> Counter:
+    return Counter(r["path"] for r in rows if keep(r))
+
+
+def _savepoint(run):
+    """The savepoint the setup took from v0, checked to be a copy of v0 at its last batch."""
+    v0 = run.checkpoint("lab07-v0")
+    savepoint = run.checkpoint("lab07-savepoint")
+    info = savepoint_info(savepoint)
+    if not info or Path(info["taken_from"]).resolve() != Path(v0.path).resolve():
+        raise CheckFailed("the savepoint is not a copy of v0's checkpoint: run the setup cell as it is")
+    if sorted(v0.commits()["batch"]) != [0, 1]:
+        raise CheckFailed("v0's checkpoint should hold exactly two committed batches (0 and 1)")
+    return v0, savepoint
+
+
+def _from(savepoint_ckpt, copy, what: str) -> None:
+    info = savepoint_info(copy)
+    if not info or Path(info["taken_from"]).resolve() != Path(savepoint_ckpt.path).resolve():
+        raise CheckFailed(f"{what} did not start from a copy of the savepoint")
+
+
+@check("test_upgrade_output", "test_upgrade_state")
+def upgrade(run):
+    v0, savepoint = _savepoint(run)
+    v1 = run.checkpoint("lab07-v1")
+    _from(savepoint, v1, "v1")
+    run.require_reached_end(v1, TOPIC)
+    expected = dict(_counts(EARLY + LATE) + _counts(AFTER, lambda r: r["method"] != "POST"))
+    state = v1.state_dict(run.spark())
+    assert state == expected, \
+        f"v1's state holds {state}, expected {expected} (v0's counts plus the non-POST requests after the savepoint)"
+    out = run.output("lab07-v1-out")
+    for column in ("path", "count", "busy"):
+        assert column in out.columns, f"v1's output has no column {column!r}"
+    assert sl.latest(out, "path", "count") == expected, "v1's output counts differ from the expected counts"
+    assert sl.latest(out, "path", "busy") == {p: c >= 50 for p, c in expected.items()}, "busy must be count >= 50"
+    batches = sorted(v1.commits()["batch"])
+    assert batches[-1] > savepoint_info(v1)["batch"], "v1 ran no batch of its own after the savepoint"
+
+
+@check("test_bootstrap_counts", "test_bootstrap_offsets")
+def bootstrap(run):
+    _, savepoint = _savepoint(run)
+    v2 = run.checkpoint("lab07-v2")
+    spark = run.spark()
+    operators = [row.asDict() for row in v2.state_metadata(spark).collect()]
+    assert len(operators) == 1 and "transformWithState" in operators[0]["operatorName"], \
+        f"v2 should have one transformWithState operator, its checkpoint has {[o['operatorName'] for o in operators]}"
+    assert '"stats"' in (operators[0].get("operatorProperties") or ""), \
+        "v2's operator should keep the state variable `stats` (PathStats)"
+    started = initial_offsets(v2)
+    position = json.loads(starting_offsets(savepoint))
+    assert started == position, f"v2 started reading at {started}, the savepoint is at {position}"
+    run.require_reached_end(v2, TOPIC)
+    state = v2.state_table(spark, stateVarName="stats")
+    got = {p: int(c) for p, c in zip(state["path"], state["count"])}
+    expected = dict(_counts(REQUESTS))
+    assert got == expected, f"v2's state counts {got}, expected {expected}: each request exactly once"
+    out = run.output("lab07-v2-out")
+    assert "count" in out.columns and sl.latest(out, "path", "count") == {p: expected[p] for p in _counts(AFTER)}, \
+        "v2's output should give the running counts of the paths requested after the savepoint"
+
+
+@check("test_report_columns", "test_report_values")
+def report(run):
+    v0, _ = _savepoint(run)
+    before, after = _counts(EARLY), _counts(EARLY + LATE)
+    spark = run.spark()
+    assert v0.state_dict(spark, batchId=0) == dict(before) and v0.state_dict(spark, batchId=1) == dict(after), \
+        "v0's checkpoint does not hold the expected state: run the setup cell as it is"
+    out = run.output("lab07-report")
+    for column in ("path", "before", "after", "growth"):
+        assert column in out.columns, f"the report has no column {column!r}"
+    assert out["path"].is_unique, "the report should have one row per path"
+    got = {row["path"]: (row["before"], row["after"], row["growth"]) for row in out.to_dict("records")}
+    want = {p: (before[p], after[p], after[p] - before[p]) for p in after}
+    assert got == want, f"the report says {got}, expected {want}"

@@ -1,0 +1,289 @@
+"""Hidden checks: how a graded lab is verified *outside* the student's kernel.
+
+A student's code runs before the lab's test cells, in the same Python namespace, so it can replace
+anything those cells call (builtins, the lab's helpers, ``streamlab``, pandas). A grade therefore
+comes from what the run **left behind** — checkpoints, Kafka topics — read by the grader in its own
+process after the notebook's kernel is gone, against expected values the grader computes itself.
+
+How a lab is written for it (see the README's lab authoring guide):
+
+* each graded part's locked cells make the part leave artifacts with fixed names: a checkpoint
+  from ``sl.new_checkpoint("lab02-dedup")`` and topics from ``sl.new_topic("lab02-dedup-out")``;
+  a query's output reaches a topic through ``sl.run_to_end(..., output_topic=topic)`` (Spark
+  writes it, batch by batch, with each row's ``batch_id``);
+* beside the solution notebook, ``solutions/<lab>/checks.py`` (never released to students) holds
+  one function per part, decorated with the test cells it confirms::
+
+      from streamlab.grading.hidden_checks import check
+
+      @check("test_dedup_output", "test_dedup_state")
+      def dedup(run):
+          ckpt = run.checkpoint("lab02-dedup")          # missing, empty or half-written: fails
+          out = run.output("lab02-dedup-out")            # pandas, with batch_id
+          run.require_reached_end(ckpt, "lab02-events")  # the query read the whole input
+          assert sorted(out["id"]) == expected_ids(), "some duplicates were kept"
+
+  A check passes by returning; ``assert`` (or ``CheckFailed``) fails it with its message, which
+  the student sees in the feedback. Any other exception fails it too, with its type and message.
+* a test cell's nbgrader points count only when its check passes: the visible tests give quick
+  feedback in the notebook but cannot earn points by themselves.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..lessons.checkpoint import Checkpoint
+from ..stack.kafka import bootstrap_servers, end_offsets, list_topics, read_topic
+from ..stack.paths import data_dir, project_root
+from ..stack.session import spark as get_spark
+
+_HEX = re.compile(r"^[0-9a-f]{6}$")
+
+
+class CheckFailed(AssertionError):
+    """A hidden check found the part unsolved; the message says why (shown to the student)."""
+
+
+@dataclass
+class Check:
+    name: str
+    cells: tuple[str, ...]
+    function: Callable
+
+
+def check(*cells: str):
+    """Mark a function of a lab's ``hidden_checks.py`` as the hidden check confirming these test cells."""
+    if not cells:
+        raise ValueError("name the test cells (grade ids) this check confirms")
+
+    def mark(function):
+        function.hidden_check = Check(function.__name__, tuple(cells), function)
+        return function
+
+    return mark
+
+
+def checks_of(module) -> list[Check]:
+    """The hidden checks defined in a lab's ``hidden_checks.py`` module, in file order."""
+    found = [value.hidden_check for value in vars(module).values() if hasattr(value, "hidden_check")]
+    return sorted(found, key=lambda c: c.function.__code__.co_firstlineno)
+
+
+class Artifacts:
+    """What one graded run of a lab left behind: its checkpoints and its Kafka topics.
+
+    ``data`` is the run's data folder (``STREAMLAB_DATA_DIR``), ``topic_prefix`` the prefix every
+    topic of the run carries (``STREAMLAB_TOPIC_PREFIX``). Both default to this process's.
+    """
+
+    def __init__(self, data: str | Path | None = None, topic_prefix: str | None = None, spark=None):
+        self.data = Path(data) if data else data_dir()
+        self.topic_prefix = os.environ.get("STREAMLAB_TOPIC_PREFIX", "") if topic_prefix is None else topic_prefix
+        self._spark = spark
+
+    # -- finding artifacts
+    def spark(self):
+        if self._spark is None:
+            self._spark = get_spark()
+        return self._spark
+
+    def checkpoint(self, name: str, *, committed: bool = True) -> Checkpoint:
+        """The checkpoint the lab created with ``sl.new_checkpoint(name)``.
+
+        Fails if there is none, or if several (the run is ambiguous); with ``committed`` (the
+        default) also if it is not the work of a Spark query that finished a batch: a ``metadata``
+        file with a query id, and every committed batch with its offsets entry.
+        """
+        folder = self.data / "checkpoints"
+        found = sorted(p for p in folder.glob(f"{name}-*")
+                       if p.is_dir() and _HEX.match(p.name[len(name) + 1:])) if folder.is_dir() else []
+        if not found:
+            raise CheckFailed(f"no checkpoint named {name!r}: the part's query did not run")
+        if len(found) > 1:
+            raise CheckFailed(f"{len(found)} checkpoints named {name!r}: run the notebook once, top to bottom")
+        ckpt = Checkpoint(found[0])
+        if committed:
+            require_real_checkpoint(ckpt)
+        return ckpt
+
+    def topic(self, name: str) -> str:
+        """The full name of the topic the lab created with ``sl.new_topic(name)``."""
+        stem = f"{self.topic_prefix}{name}-"
+        found = [t for t in list_topics() if t.startswith(stem) and _HEX.match(t[len(stem):])]
+        if not found:
+            raise CheckFailed(f"no topic named {name!r}: the part's cells did not run")
+        if len(found) > 1:
+            raise CheckFailed(f"{len(found)} topics named {name!r}: run the notebook once, top to bottom")
+        return found[0]
+
+    def records(self, name: str, limit: int = 100_000) -> list[dict]:
+        """Every record of the topic ``name`` (see ``sl.read_topic``)."""
+        topic = self.topic(name)
+        total = sum(end_offsets(topic).values())
+        if total > limit:
+            raise CheckFailed(f"topic {name!r} holds {total} records, more than the {limit} expected")
+        return read_topic(topic, limit=limit)
+
+    def output(self, name: str):
+        """A query's output written with ``output_topic=``: a pandas DataFrame of its rows with
+        their ``batch_id``, in the order they were written. Fails on records that are not rows."""
+        import pandas as pd
+
+        rows = []
+        for record in self.records(name):
+            value = record["value"]
+            if not isinstance(value, dict) or not isinstance(value.get("batch_id"), int):
+                raise CheckFailed(f"topic {name!r} holds a record that is not an output row: {str(value)[:80]}")
+            rows.append(value)
+        return pd.DataFrame(rows)
+
+    # -- what a checkpoint proves
+    def require_reached_end(self, ckpt: Checkpoint, topic_name: str) -> dict[int, int]:
+        """Fails unless the checkpoint's last committed batch read the topic up to its end.
+        Returns the topic's end offsets {partition: offset}."""
+        topic = self.topic(topic_name)
+        ends = end_offsets(topic)
+        read = committed_offsets(ckpt, topic)
+        if read != ends:
+            raise CheckFailed(f"the query's checkpoint has read {topic_name!r} up to {read}, "
+                              f"but the topic ends at {ends}")
+        return ends
+
+
+def committed_offsets(ckpt: Checkpoint, topic: str) -> dict[int, int]:
+    """{partition: offset} that the last *committed* batch of ``ckpt`` read ``topic`` up to."""
+    return ckpt.committed_offsets(topic)
+
+
+def require_real_checkpoint(ckpt: Checkpoint) -> None:
+    """Fails unless ``ckpt`` looks like a Spark query's: a query id in ``metadata``, at least one
+    committed batch, and an offsets entry (with Spark's header) for every committed batch."""
+    root = Path(ckpt.path)
+    try:
+        query_id = json.loads((root / "metadata").read_text()).get("id")
+    except (OSError, ValueError):
+        query_id = None
+    if not query_id:
+        raise CheckFailed("the checkpoint has no query id: it was not written by a Spark query")
+    commits = ckpt.commits()
+    if commits.empty:
+        raise CheckFailed("the checkpoint has no committed batch: the query never finished one")
+    for batch in commits["batch"]:
+        entry = root / "offsets" / str(batch)
+        try:
+            header = entry.read_text().splitlines()[0]
+        except (OSError, IndexError):
+            header = ""
+        if not header.startswith("v"):
+            raise CheckFailed(f"batch {batch} is committed but has no offsets: the checkpoint was not "
+                              f"written by a Spark query")
+
+
+@dataclass
+class CheckResult:
+    name: str
+    cells: tuple[str, ...]
+    passed: bool
+    detail: str = ""
+
+
+def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
+    """Run every hidden check of a lab's ``hidden_checks.py``; never raises for a failing part."""
+    results = []
+    for item in checks_of(module):
+        try:
+            item.function(artifacts)
+        except AssertionError as err:
+            message = str(err).strip() or "a hidden check failed"
+            results.append(CheckResult(item.name, item.cells, False, message.splitlines()[0][:300]))
+        except Exception as err:  # a missing or malformed artifact: the part scores 0, with why
+            first = (str(err).strip().splitlines() or [""])[0][:300]
+            results.append(CheckResult(item.name, item.cells, False, f"{type(err).__name__}: {first}"))
+        else:
+            results.append(CheckResult(item.name, item.cells, True))
+    return results
+
+
+def load_checks(path: str | Path, expected_sha256: str | None = None):
+    """Load a lab's ``hidden_checks.py`` as a fresh module, from its bytes: read once, hashed, compiled and run,
+    never through a bytecode cache (a ``__pycache__`` file next to it is not even looked at).
+    ``expected_sha256``: refuse (RuntimeError) if the bytes are not the ones the grader read."""
+    import hashlib
+    import sys
+    import types
+
+    path = Path(path)
+    source = path.read_bytes()
+    if expected_sha256 and hashlib.sha256(source).hexdigest() != expected_sha256:
+        raise RuntimeError(f"{path} changed since the grader read it")
+    name = f"hidden_checks_{path.parent.name}"
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses in the checks look their module up there
+    try:
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def try_lab(notebook: str | Path, checks: str | Path | None = None, *, cell_timeout: int = 300) -> list[CheckResult]:
+    """For lab authors: run ``notebook`` top to bottom in a fresh kernel with a fresh data folder
+    and topic prefix (as the grader does), then run the lab's hidden checks on what it left.
+
+        python -m streamlab.grading.hidden_checks solutions/lab02_keyed_state/lab02_keyed_state.ipynb
+
+    Prints each test cell's outcome in the notebook and each hidden check's result.
+    """
+    import secrets
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = Path(notebook).resolve()
+    checks = Path(checks) if checks else _lab_checks_file(notebook)
+
+    os.environ["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap_servers()  # before the data dir changes
+    tag = f"try-{secrets.token_hex(3)}-"
+    workdir = Path(tempfile.mkdtemp(prefix="streamlab-try-"))
+    os.environ.update({"STREAMLAB_DATA_DIR": str(workdir), "STREAMLAB_TOPIC_PREFIX": tag,
+                       "NBGRADER_EXECUTION": "autograde"})
+    nb = nbformat.read(notebook, as_version=4)
+    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(notebook.parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as err:  # pragma: no cover - allow_errors keeps going
+        print(err)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            stderr = [o for o in cell.get("outputs", []) if o.get("name") == "stderr"]
+            state = f"FAIL {errors[0]['ename']}: {errors[0]['evalue'][:150]}" if errors else (
+                "FAIL (stderr)" if stderr else "pass")
+            print(f"notebook test {meta['grade_id']:<28} {meta.get('points')} pts  {state}")
+    results = run_checks(load_checks(checks), Artifacts(workdir, tag))
+    for r in results:
+        print(f"hidden check {r.name:<20} {'pass' if r.passed else 'FAIL'}  {', '.join(r.cells)}  {r.detail}")
+    return results
+
+
+def _lab_checks_file(notebook: Path) -> Path:
+    """solutions/<lab>/checks.py for a notebook of that lab (solution, released or submitted)."""
+    lab = notebook.parent.name
+    return project_root() / "solutions" / lab / "hidden_checks.py"
+
+
+if __name__ == "__main__":  # pragma: no cover - a lab author's tool
+    import sys
+
+    outcome = try_lab(*sys.argv[1:3])
+    sys.exit(0 if all(r.passed for r in outcome) else 1)

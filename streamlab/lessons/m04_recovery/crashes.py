@@ -1,0 +1,109 @@
+"""A crash injected inside the notebook's own driver: the batch reaches the sink, then the query
+fails before Spark commits it, exactly as a killed driver leaves the checkpoint (module 04)."""
+from __future__ import annotations
+
+import time
+
+from ..runs import WAIT_S
+from ..streams import BatchCollector, write_batch_to_topic
+
+
+class InjectedCrash(RuntimeError):
+    """Raised by ``fail_after_batch``: the batch reached the sink, and the 'driver' died."""
+
+
+def fail_after_batch(sink, batch: int):
+    """Wrap a ``foreachBatch`` function: the FIRST time batch ``batch`` comes, it is written by
+    ``sink`` and then the query fails (``InjectedCrash``) before Spark commits it — the
+    checkpoint is left exactly as a killed driver leaves it. Later attempts run normally.
+
+    Quicker than killing a ``StreamingJob`` (no new process), for labs and experiments; the
+    query's exception says ``InjectedCrash``. ``wrapped.crashed`` tells whether it happened.
+    """
+    state = {"crashed": False}
+
+    def crashing(batch_df, batch_id):
+        sink(batch_df, batch_id)
+        if batch_id == batch and not state["crashed"]:
+            state["crashed"] = True
+            raise InjectedCrash(f"injected crash: batch {batch_id} reached the sink, commit never written")
+
+    crashing.crashed = lambda: state["crashed"]
+    return crashing
+
+
+class CrashRun:
+    """What ``run_with_crash`` saw: ``rows`` (every row the sink was given, per attempt, with
+    ``batch_id`` and ``attempt``: 0 before the crash, 1 after), ``before`` / ``after`` (the progress
+    reports of the two runs) and their durations in seconds."""
+
+    def __init__(self, rows, before, after, seconds_before, seconds_after, crash_batch):
+        self.rows, self.before, self.after = rows, before, after
+        self.seconds_before, self.seconds_after = seconds_before, seconds_after
+        self.crash_batch = crash_batch
+
+    def __repr__(self) -> str:
+        return (f"CrashRun(crash after batch {self.crash_batch}; {len(self.before)} batches committed before, "
+                f"{len(self.after)} after the restart)")
+
+    def replayed_rows(self) -> int:
+        """How many input records the restart read again: the input of the re-run batch."""
+        first = [p for p in self.after if p.get("batchId") == self.crash_batch]
+        return int(first[0]["numInputRows"]) if first else 0
+
+
+def run_with_crash(frame, *, checkpoint, crash_after_batch: int, output_mode: str = "update", sink=None,
+                   new_sink=None, copy_to_topic: str | None = None, timeout_s: float = WAIT_S) -> CrashRun:
+    """Run the streaming DataFrame ``frame`` (availableNow) with ``checkpoint``; let batch
+    ``crash_after_batch`` reach the sink, then fail the query before its commit (``fail_after_batch``);
+    then restart it from the same checkpoint and run it to the end. A crash inside this driver:
+    no new process, so it is quick (``StreamingJob`` kills a real separate driver).
+
+    ``sink``: a ``foreachBatch`` function to give every batch to (default: just collect the rows);
+    ``new_sink``: instead of ``sink``, a function that MAKES the sink: it is called once per run, so
+    the restarted query gets a fresh sink with no memory, as a restarted driver would;
+    ``copy_to_topic``: also write every batch attempt to that Kafka topic with Spark's Kafka sink
+    (at-least-once: the re-run batch lands there twice). Raises ``TimeoutError`` after ``timeout_s``
+    per run, and the query's error if it fails for another reason than the injected crash.
+    """
+
+    collected = BatchCollector()
+    attempt = {"n": 0, "sink": sink}
+
+    def give(batch_df, batch_id):
+        batch_df.persist()
+        try:
+            if copy_to_topic:
+                write_batch_to_topic(batch_df, batch_id, copy_to_topic)
+            if attempt["sink"] is not None:
+                attempt["sink"](batch_df, batch_id)
+            collected(batch_df.selectExpr("*", f"{attempt['n']} AS attempt"), batch_id)
+        finally:
+            batch_df.unpersist()
+
+    def start(function):
+        return (frame.writeStream.outputMode(output_mode).foreachBatch(function)
+                .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+
+    runs, seconds = [], []
+    for number, function in enumerate([fail_after_batch(give, crash_after_batch), give]):
+        attempt["n"] = number
+        if new_sink is not None:
+            attempt["sink"] = new_sink()
+        started = time.monotonic()
+        query = start(function)
+        try:
+            finished = query.awaitTermination(timeout_s)
+        except Exception as err:  # the injected crash ends the first run; anything else is a real error
+            if number != 0 or "InjectedCrash" not in str(err):
+                raise
+            finished = True
+        finally:
+            query.stop()
+        if not finished:
+            raise TimeoutError(f"the query did not finish within {timeout_s:g} s (it was stopped)")
+        if number == 0 and not function.crashed():
+            raise RuntimeError(f"the query ended before batch {crash_after_batch}: nothing was crashed")
+        runs.append(list(query.recentProgress))
+        seconds.append(round(time.monotonic() - started, 2))
+    return CrashRun(collected.frame(), runs[0], runs[1], seconds[0], seconds[1], crash_after_batch)

@@ -1,0 +1,139 @@
+"""The checks behind `streamlab doctor`: check that everything the course needs is here, and say how to fix what isn't.
+
+Each check returns a ``Check`` (name, ok, detail, fix). ``run_checks()`` runs them all; the CLI
+prints them as a table and notebook 00 shows them as a DataFrame.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from . import broker, jars, jvm_archives, kafka
+from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version
+from .make_archives import states as archive_states
+from .pins import pinned_version
+from .session import spark as get_spark
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def check_python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, f"{sys.version.split()[0]} at {sys.executable}",
+                 "" if ok else "Use Python 3.11 (see environment.yml).")
+
+
+def check_java() -> Check:
+    java = find_java()
+    if java is None:
+        return Check("java", False, "not found on JAVA_HOME or PATH", JAVA_FIX)
+    version = java_version(java)
+    if version is None or version < 17:
+        return Check("java", False, f"{java}: version {version}", JAVA_FIX)
+    note = "" if version in SUPPORTED_JAVA else " (the course is tested on 17)"
+    return Check("java", True, f"Java {version} at {java}{note}")
+
+
+def check_pyspark() -> Check:
+    try:
+        import pyspark
+    except ImportError:
+        return Check("pyspark", False, "not installed", "Run `make setup` (or pip install -r requirements.txt).")
+    want = pinned_version("pyspark")
+    ok = pyspark.__version__ == want
+    return Check("pyspark", ok, pyspark.__version__,
+                 "" if ok else f"The course pins pyspark=={want}: run `make setup`.")
+
+
+def check_connector() -> Check:
+    if not jars.is_cached("connector"):
+        return Check("kafka connector", False, "not downloaded yet",
+                     "Run `streamlab fetch` once with network access (make lab does it).")
+    names = [j.name for j in jars.connector_jars()]
+    return Check("kafka connector", True, ", ".join(n for n in names if "kafka" in n))
+
+
+def check_archives() -> Check:
+    """The JVMs' start-up archives (``streamlab.stack.jvm_archives``): ready, or missing with the fix.
+    Never a failure: without them every JVM works, only starts slower."""
+    name = "start-up archives"
+    if not jvm_archives.enabled():
+        return Check(name, True, "off (STREAMLAB_JVM_ARCHIVES=off): the JVMs start without them")
+    found = archive_states()
+    missing = [s.kind for s in found if not s.ready and s.path is not None]
+    if not missing:
+        size = sum(s.size_mb for s in found)
+        return Check(name, True, f"ready for {len(found)} kinds of JVM ({size:.0f} MB in {jvm_archives.folder()})")
+    return Check(name, True, f"missing for this JDK and these jars: {', '.join(missing)} (those JVMs start "
+                 "about twice as slowly, and make theirs when they exit)",
+                 "Run `streamlab fetch --archives` (about a minute and a half).")
+
+
+def check_memory() -> Check:
+    import psutil
+
+    free_gb = psutil.virtual_memory().available / 2**30
+    ok = free_gb >= 2
+    return Check("memory", ok, f"{free_gb:.1f} GiB available",
+                 "" if ok else "Spark and Kafka need about 2 GiB: close other programs.")
+
+
+def check_broker() -> Check:
+    try:
+        servers = kafka.bootstrap_servers(start=False)
+    except kafka.NoBrokerError as err:
+        return Check("kafka broker", False, str(err), "Run `streamlab kafka start`.")
+    ok, detail = kafka.ping(servers)
+    return Check("kafka broker", ok, f"{servers}: {detail}",
+                 "" if ok else "Run `streamlab kafka status`; `streamlab kafka start` restarts a dead broker.")
+
+
+def check_port(port: int = 9092) -> Check:
+    state = broker.status()
+    if state.running and state.port == port:
+        return Check(f"port {port}", True, "used by the course's broker")
+    if broker.port_is_free(port):
+        return Check(f"port {port}", True, "free")
+    return Check(f"port {port}", True, "taken by another program: the course's broker will pick another port")
+
+
+def check_spark_reads_kafka(session=None) -> Check:
+    """The end-to-end check: Spark, through the connector, reads records a Python client wrote."""
+    try:
+        spark_session = session if session is not None else get_spark()
+        topic = kafka.new_topic("doctor", partitions=1)
+        kafka.produce(topic, [{"check": i} for i in range(3)])
+        rows = (spark_session.read.format("kafka")
+                .option("kafka.bootstrap.servers", kafka.bootstrap_servers())
+                .option("subscribe", topic).load().count())
+        kafka.delete_topic(topic)
+    except Exception as err:  # noqa: BLE001 - the doctor reports any failure
+        return Check("spark reads kafka", False, f"{type(err).__name__}: {str(err).splitlines()[0][:200]}",
+                     "Run `streamlab doctor` in a terminal for details.")
+    ok = rows == 3
+    return Check("spark reads kafka", ok, f"read {rows} of 3 records")
+
+
+def run_checks(*, with_spark: bool = False, session=None) -> list[Check]:
+    checks = [check_python(), check_java(), check_pyspark(), check_connector(), check_archives(),
+              check_memory(), check_port(), check_broker()]
+    if with_spark and all(c.ok for c in checks):
+        checks.append(check_spark_reads_kafka(session))
+    return checks
+
+
+def report(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        lines.append(f"{'ok ' if c.ok else 'FAIL'} {c.name:<{width}}  {c.detail}")
+        if c.fix:  # a failure's fix, or advice on a check that passed
+            lines.append(f"     {'':<{width}}  -> {c.fix}")
+    return "\n".join(lines)
+

@@ -1,0 +1,61 @@
+"""Find a usable Java: Spark 4 and the Kafka broker both need a JDK 17 or newer.
+
+``require_java()`` returns the path of ``java`` or raises ``JavaError`` with what to install;
+the doctor (``streamlab.stack.doctor``) reports the same facts as a check instead of raising.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+SUPPORTED_JAVA = (17, 21)
+# Only the quick JIT compiler (C1): for JVMs whose work is short or light (the course's broker, Kafka's
+# tools, the Spark driver of a lesson). They start sooner and leave the cores to the rest.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+JAVA_FIX = (
+    "Install a JDK 17 (e.g. `sudo apt install openjdk-17-jdk`, `brew install openjdk@17`, "
+    "or `conda install -c conda-forge openjdk=17`) and put it on PATH or set JAVA_HOME. "
+    "Or use the Docker stack (docker/README.md), which brings its own Java."
+)
+
+
+class JavaError(RuntimeError):
+    """No usable Java; the message says what to install."""
+
+
+def find_java() -> str | None:
+    """``$JAVA_HOME/bin/java`` if it exists, else the ``java`` on PATH, else None."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    return shutil.which("java")
+
+
+def java_version(java: str) -> int | None:
+    """The major version of ``java`` (8 for "1.8.0_..."), or None if it cannot be run."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 else major
+
+
+def require_java() -> str:
+    """Path of a usable `java`, or a JavaError saying what to install."""
+    java = find_java()
+    if java is None:
+        raise JavaError("No Java found (looked at JAVA_HOME and PATH). " + JAVA_FIX)
+    version = java_version(java)
+    if version is None:
+        raise JavaError(f"Could not run `{java} -version`. " + JAVA_FIX)
+    if version < 17:
+        raise JavaError(f"{java} is Java {version}; Spark 4 needs Java 17. " + JAVA_FIX)
+    return java

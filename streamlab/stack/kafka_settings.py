@@ -1,0 +1,76 @@
+"""The Kafka the course runs, wherever it runs: one version, one set of broker settings.
+
+The native broker (``streamlab.stack.broker``) writes ``BROKER_SETTINGS`` into its server.properties;
+the Docker stack (``docker/compose.yaml``) and the test suite's Kafka container
+(``tests/conftest.py``) run ``DOCKER_IMAGE`` with the same settings as ``KAFKA_...`` variables.
+``tests/stack/test_kafka_everywhere.py`` reads all three and fails if they disagree.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .jars import KAFKA_VERSION
+
+__all__ = ["KAFKA_VERSION", "DOCKER_IMAGE", "BROKER_SETTINGS", "SANDBOX_LISTENER", "docker_env_name", "docker_env",
+           "read_properties", "differences"]
+
+DOCKER_IMAGE = f"apache/kafka:{KAFKA_VERSION}"  # the same Kafka, for the Docker stack and the tests
+
+# What a learner can notice about the broker, the same on the native broker, in the Docker stack and
+# in the tests' container. Where a value differs from Kafka's own default, the comment says why.
+BROKER_SETTINGS = {
+    # Kafka's default: producing to (or subscribing to) a topic that does not exist creates it, as
+    # every Kafka quickstart and `kcat -P -t new-topic` expect. The course still creates its topics
+    # with new_topic(), which picks the partitions and a fresh name.
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",  # partitions of an auto-created topic (Kafka's default)
+    "default.replication.factor": "1",  # one broker, one copy
+    "min.insync.replicas": "1",
+    # Keep records until the topic is deleted (Kafka's default is 168 hours): a learner who comes
+    # back to a lesson after a week can still replay a topic from offset 0.
+    "log.retention.hours": "-1",
+    "delete.topic.enable": "true",
+    # Consumer groups start at once instead of waiting 3 s for more members.
+    "group.initial.rebalance.delay.ms": "0",
+    # Kafka's internal topics: one replica on one broker, and 4 partitions for committed offsets
+    # instead of 50 (the first consumer group starts faster).
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    # Graded submissions talk to Kafka as principals of their own, through a listener named SANDBOX
+    # (SASL/SCRAM) that only the grader connects to; ACLs let each one touch only its own topics. Every
+    # other client (learners, the notebooks, the grader's checks) uses PLAINTEXT as ANONYMOUS, a super
+    # user: nothing changes for them.
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "false",
+    "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+    "listener.name.sandbox.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+}
+SANDBOX_LISTENER = "SANDBOX"  # the grader's SASL_PLAINTEXT listener (see above)
+
+
+def docker_env_name(setting: str) -> str:
+    """The environment variable of the apache/kafka image for a broker setting:
+    ``num.partitions`` -> ``KAFKA_NUM_PARTITIONS`` (``-`` -> ``___``, ``_`` -> ``__``, ``.`` -> ``_``)."""
+    return "KAFKA_" + setting.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
+def docker_env(settings: dict[str, str] | None = None) -> dict[str, str]:
+    """``BROKER_SETTINGS`` as environment variables of the apache/kafka image."""
+    return {docker_env_name(k): v for k, v in (BROKER_SETTINGS if settings is None else settings).items()}
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """The ``key=value`` lines of a Java properties file such as server.properties."""
+    lines = [line.strip() for line in path.read_text().splitlines()]
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#") and "=" in line)
+
+
+def differences(settings: dict[str, str]) -> dict[str, tuple[str | None, str]]:
+    """{key: (value in ``settings``, value in BROKER_SETTINGS)} for every setting that differs."""
+    return {k: (settings.get(k), v) for k, v in BROKER_SETTINGS.items() if settings.get(k) != v}

@@ -1,0 +1,211 @@
+"""Make the JVMs' start-up archives (``jvm_archives``) by running each JVM through a representative start.
+
+``streamlab fetch`` (and so ``make setup``, and the Docker image build) calls ``make_missing()``. In a
+new Python process, with a data folder of its own that is deleted afterwards, it runs:
+
+1. the native broker (its archive is written when it stops);
+2. Kafka's console consumer, reading the records of a topic (the tools' archive);
+3. ``sl.spark()`` reading that topic and counting per key with the HDFS state store, then again with
+   RocksDB: the driver loads the Kafka connector's and both state stores' classes;
+4. the local Spark cluster: a master, a worker and the same query in cluster mode (the master's,
+   worker's and executors' archives).
+
+Only what is missing runs (no Kafka jars, as in the Docker image: step 3 reads Spark's ``rate``
+source instead). It takes about a minute and a half the first time, on a 2-core machine.
+
+    python -m streamlab.stack.make_archives [--kinds spark-driver,kafka-broker]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import broker, cluster, console, jars
+from .jvm_archives import KINDS, ArchiveState, enabled, folder, jvm_options, state
+from .session import spark, stop_all_queries
+
+WAIT_FOR_ARCHIVE_S = 120  # a JVM writes its archive when it exits: 100-200 MB, a few seconds
+
+
+def classpaths() -> dict[str, list]:
+    """The classpath each kind of JVM runs on (as ``jvm_archives.jvm_options`` is given it)."""
+    spark_jars = [jars.pyspark_jars_dir() / "*"]
+    driver = [*spark_jars, *(jars.connector_jars() if jars.is_cached("connector") else [])]
+    kafka = jars.jars("kafka")
+    return {"spark-driver": driver, "spark-master": spark_jars, "spark-worker": spark_jars,
+            "spark-executor": driver, "kafka-broker": kafka, "kafka-tools": [*kafka, *jars.jars("tools")]}
+
+
+def states() -> list[ArchiveState]:
+    """Each kind's archive: ready or missing (a kind whose jars are not fetched is left out)."""
+    paths = classpaths()
+    usable = {"kafka-broker": jars.is_cached("kafka"),
+              "kafka-tools": jars.is_cached("kafka") and jars.is_cached("tools")}
+    return [state(kind, paths[kind]) for kind in KINDS if usable.get(kind, True)]
+
+
+def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
+    """Make the archives (of ``kinds``, default all) missing for this JDK and these jars; returns every
+    kind's state. ``quiet``: say only that they are being made (nothing when none is missing)."""
+    unknown = set(kinds or []) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown kinds of JVM: {', '.join(sorted(unknown))}; choose from {', '.join(KINDS)}")
+    missing = [s.kind for s in states() if not s.ready and s.path is not None and (kinds is None or s.kind in kinds)]
+    if not missing or not enabled():
+        return states()
+    print(f"Making the JVMs' start-up archives ({', '.join(missing)}); first run only, "
+          "about a minute and a half ...", flush=True)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="streamlab-archives-") as tmp:
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("KAFKA_BOOTSTRAP_SERVERS", "SPARK_MASTER", "SPARK_REMOTE")}
+        env.update(STREAMLAB_DATA_DIR=tmp, STREAMLAB_SPARK_UI="true")
+        proc = subprocess.run([sys.executable, "-m", "streamlab.stack.make_archives", "--kinds", ",".join(missing)],
+                              env=env, capture_output=True, text=True, cwd=tmp)
+    result = states()
+    if not quiet:
+        for s in result:
+            print(f"  {s.kind:<15} {s.detail}")
+        print(f"  ({time.monotonic() - started:.0f} s)")
+    if proc.returncode != 0:
+        print("  Some archives could not be made; the JVMs start without them (just slower), and make "
+              "them when they exit. What went wrong:\n" + _tail(proc.stdout + proc.stderr), flush=True)
+    return result
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join("    " + line for line in text.splitlines()[-lines:])
+
+
+# --- what the new process runs -------------------------------------------------------------------
+
+def _wait_for(kinds: list[str], timeout: float = WAIT_FOR_ARCHIVE_S) -> None:
+    """Wait until the JVMs that exited have finished writing the archives of ``kinds``."""
+    paths = classpaths()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(state(kind, paths[kind]).ready for kind in kinds):
+            return
+        time.sleep(0.5)
+
+
+def _topic_with_records(servers: str, topic: str, count: int = 200) -> None:
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=servers)
+    for i in range(count):
+        producer.send(topic, key=f"user-{i % 7}".encode(), value=json.dumps({"n": i}).encode())
+    producer.flush()
+    producer.close()
+
+
+def _stateful_query(session, servers: str | None, topic: str, checkpoint: Path) -> None:
+    """Count records per key from Kafka (or the rate source, without Kafka), to the end of the input."""
+    if servers:
+        source = (session.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
+                  .option("subscribe", topic).option("startingOffsets", "earliest").load())
+        keys = source.selectExpr("CAST(key AS STRING) AS key")
+    else:
+        source = session.readStream.format("rate").option("rowsPerSecond", 50).load()
+        keys = source.selectExpr("CAST(value % 7 AS STRING) AS key")
+    counts = keys.groupBy("key").count()
+    query = (counts.writeStream.format("memory").queryName(f"warm_{checkpoint.name}").outputMode("update")
+             .option("checkpointLocation", str(checkpoint)))
+    query = query.trigger(availableNow=True) if servers else query.trigger(processingTime="1 second")
+    running = query.start()
+    if servers:
+        running.awaitTermination(120)
+    else:
+        running.processAllAvailable()
+        time.sleep(2)
+    running.stop()
+    session.sql(f"SELECT * FROM warm_{checkpoint.name}").collect()
+
+
+def _spark_run(servers: str | None, topic: str, work: Path, **conf) -> None:
+    """Two stateful queries (HDFS and RocksDB state stores) in this process's Spark, then its JVM exits."""
+    from pyspark import SparkContext
+
+    session = spark(**conf)
+    _stateful_query(session, servers, topic, work / "hdfs")
+    session = spark("rocksdb")
+    _stateful_query(session, servers, topic, work / "rocksdb")
+    stop_all_queries(session)
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    session.stop()
+    gateway.shutdown()
+    if proc is not None:
+        proc.terminate()  # the JVM writes its archive as it exits
+        proc.wait(WAIT_FOR_ARCHIVE_S)
+
+
+def _cluster_run(servers: str | None, topic: str, work: Path, kinds: list[str]) -> None:
+    """A master and a worker, and the same query on them from a new driver process, with one executor:
+    the worker kills an executor 10 s after its application ends, and one alone has the time to
+    write its archive (two writing at once on two cores may not)."""
+    port, ui = _free(cluster.CLUSTER_SETTINGS["master_port"]), _free(cluster.CLUSTER_SETTINGS["master_ui_port"])
+    cluster.start(port, ui, quiet=True)
+    try:
+        env = dict(os.environ, SPARK_MASTER=f"spark://{cluster.HOST}:{port}")
+        if "spark-executor" in kinds:
+            env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor",
+                                                                           classpaths()["spark-executor"]))
+        code = ("import sys; from pathlib import Path; from streamlab import make_archives as m; "
+                "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
+        subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / "cluster")],
+                       env=env, check=True, timeout=600)
+        if "spark-executor" in kinds:
+            _wait_for(["spark-executor"], timeout=30)
+    finally:
+        cluster.stop(quiet=True)
+
+
+def _free(port: int) -> int:
+    return next(p for p in range(port, port + 50) if broker.port_is_free(p, "127.0.0.1"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streamlab.stack.make_archives", description=__doc__.split("\n")[0])
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated kinds of JVM (default: all)")
+    kinds = [k for k in parser.parse_args(argv).kinds.split(",") if k]
+    work = Path(tempfile.mkdtemp(prefix="work-", dir=os.environ.get("STREAMLAB_DATA_DIR")))
+    topic, servers = "archive-warm-up", None
+    try:
+        if jars.is_cached("kafka"):
+            servers = broker.start(_free(29092), quiet=True).bootstrap_servers
+            _topic_with_records(servers, topic)
+            if "kafka-tools" in kinds and jars.is_cached("tools"):
+                consumer = console.command("consumer", ["--topic", topic, "--from-beginning",
+                                                        "--max-messages", "100", "--timeout-ms", "60000"],
+                                           servers=servers)
+                subprocess.run(consumer, capture_output=True, timeout=180, check=True)
+        if "spark-driver" in kinds:
+            _spark_run(servers, topic, work)
+        if {"spark-master", "spark-worker", "spark-executor"} & set(kinds):
+            _cluster_run(servers, topic, work, kinds)
+    finally:
+        if servers:
+            broker.stop(quiet=True)
+        shutil.rmtree(work, ignore_errors=True)
+    _wait_for([s.kind for s in states() if s.kind in kinds and s.kind != "spark-executor"], timeout=60)
+    print(json.dumps({s.kind: s.detail for s in states()}))
+    return 0 if all(s.ready for s in states() if s.kind in kinds) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["classpaths", "folder", "make_missing", "states"]

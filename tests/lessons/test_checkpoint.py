@@ -1,0 +1,64 @@
+"""streamlab.lessons.checkpoint: fresh checkpoint locations, and reading one (offsets, commits, state)."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import streamlab as sl
+from streamlab.lessons.checkpoint import Checkpoint
+
+
+def _count_paths(spark, topic, ckpt, collector):
+    query = (sl.kafka_stream(topic, sl.ACCESS_LOG_SCHEMA, spark=spark).groupBy("path").count()
+             .writeStream.outputMode("update").foreachBatch(collector)
+             .option("checkpointLocation", ckpt.path).trigger(availableNow=True).start())
+    assert query.awaitTermination(180), "query did not finish"
+    assert query.exception() is None
+
+
+@pytest.mark.parametrize("store", ["hdfs", "rocksdb"])
+def test_checkpoint_inspection_after_a_restart(spark, store):
+    """Two runs on one checkpoint: offsets, commits and state read back match the data."""
+    spark = sl.spark(state_store=store)
+    topic = sl.new_topic(f"ckpt-{store}", partitions=2)
+    events = sl.access_log(30, seed=21)
+    ckpt, out = sl.new_checkpoint(f"pkg-{store}"), sl.BatchCollector()
+    sl.produce(topic, events[:20], key="path")
+    _count_paths(spark, topic, ckpt, out)
+    sl.produce(topic, events[20:], key="path")
+    _count_paths(spark, topic, ckpt, out)
+
+    assert ckpt.commits()["batch"].tolist() == [0, 1]
+    offsets = ckpt.offsets()
+    last = offsets[offsets.batch == 1].set_index("partition")["offset"].to_dict()
+    assert last == sl.end_offsets(topic)
+    state = {r["path"]: r["count"] for r in
+             ckpt.state().selectExpr("key.path AS path", "value.count AS count").collect()}
+    assert state == Counter(e["path"] for e in events)
+    meta = ckpt.state_metadata().collect()
+    assert [(m.operatorId, m.numPartitions) for m in meta] == [(0, 2)]
+    files = ckpt.files()
+    if store == "rocksdb":
+        assert any(f.endswith(".zip") or f.endswith(".changelog") for f in files), files
+    else:
+        assert any(f.endswith(".delta") for f in files), files
+    sl.spark(state_store="hdfs")
+
+
+def test_checkpoint_reads_offsets_and_commits_files(tmp_path):
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
+                                            '{"t":{"1":4,"0":7}}\n')
+    (tmp_path / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":1500}\n')
+    ckpt = Checkpoint(tmp_path)
+    assert ckpt.offsets()[["partition", "offset"]].values.tolist() == [[0, 7], [1, 4]]
+    assert ckpt.commits().to_dict("records") == [{"batch": 0, "next_watermark_ms": 1500}]
+    assert ckpt.last_committed_batch() == 0
+
+
+def test_new_checkpoints_are_fresh():
+    a, b = sl.new_checkpoint("x"), sl.new_checkpoint("x")
+    assert a.path != b.path and not Path(a.path).exists()

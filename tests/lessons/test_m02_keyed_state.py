@@ -1,0 +1,169 @@
+"""streamlab.lessons.m02_keyed_state: the seeded click and sensor streams, and state read back as tables."""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+import streamlab as sl
+from streamlab.lessons import m02_keyed_state as keyed_state
+
+
+def _when(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
+
+
+# ----------------------------------------------------------------------------- generators
+
+def test_clicks_are_seeded_and_users_leave_for_good():
+    events = sl.m02.clicks(80, seed=5)
+    assert events == sl.m02.clicks(80, seed=5) and events != sl.m02.clicks(80, seed=6)
+    assert [e["event_id"] for e in events] == [f"e{i:04d}" for i in range(80)]
+    times = [_when(e["ts"]) for e in events]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    per_user = Counter(e["user"] for e in events)
+    # every user but the ones still browsing at the end made 2-6 clicks, and new users kept arriving
+    assert len(per_user) > 10 and max(per_user.values()) <= 6
+    assert set(e["page"] for e in events) <= set(keyed_state.PAGES)
+
+
+def test_duplicates_are_exact_copies_sent_a_little_later():
+    clean = sl.m02.clicks(60, seed=3)
+    noisy = sl.m02.clicks(60, seed=3, duplicates=0.25)
+    ids = [e["event_id"] for e in noisy]
+    assert len(noisy) > len(clean) and sorted(set(ids)) == [e["event_id"] for e in clean]
+    by_id = {e["event_id"]: e for e in clean}
+    assert all(e == by_id[e["event_id"]] for e in noisy)
+    first = {}
+    for i, e in enumerate(noisy):
+        first.setdefault(e["event_id"], i)
+        assert i - first[e["event_id"]] <= 8, "a copy arrives within a few records of the original"
+
+
+def test_sensor_readings_flag_their_spikes():
+    readings = sl.m02.sensor_readings(60, seed=3)
+    assert readings == sl.m02.sensor_readings(60, seed=3)
+    level = {"s1": 20, "s2": 50, "s3": 80}
+    spikes = [r for r in readings if r["spike"]]
+    assert spikes, "this seed has spikes"
+    for r in readings:
+        assert abs(r["value"] - level[r["sensor"]]) > 15 if r["spike"] else abs(r["value"] - level[r["sensor"]]) < 10
+    seen = Counter()
+    for r in readings:
+        assert not (r["spike"] and seen[r["sensor"]] < 3), "no spike among a sensor's first three readings"
+        seen[r["sensor"]] += 1
+
+
+# ----------------------------------------------------------------------------- progress, without Spark
+
+def _progress(batch, rows):
+    return {"batchId": batch, "stateOperators": [{"numRowsTotal": rows}]}
+
+
+def test_state_rows_per_batch_lines_up_runs_by_batch():
+    class FakeRun:
+        progresses = [_progress(0, 3), _progress(1, 5), _progress(2, 8)]
+
+    table = sl.m02.state_rows_per_batch({"grows": FakeRun(), "flat": [_progress(0, 3), _progress(1, 3)],
+                                     "stateless": [{"batchId": 0, "stateOperators": []}]})
+    assert table.index.tolist() == [0, 1, 2] and table.index.name == "batch"
+    assert table["grows"].tolist() == [3, 5, 8]
+    assert table["flat"].tolist()[:2] == [3, 3] and pd.isna(table["flat"].iloc[2])
+    assert table["stateless"].isna().all()
+
+
+def test_plot_state_rows_draws_one_line_per_run():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = sl.m02.plot_state_rows({"a": [_progress(0, 1), _progress(1, 2)], "b": [_progress(0, 1), _progress(1, 1)]})
+    assert [line.get_label() for line in ax.get_lines()] == ["a", "b"]
+    assert list(ax.get_lines()[0].get_ydata()) == [1.0, 2.0]
+
+
+def test_state_variable_flattens_a_ttl_value(monkeypatch):
+    """A variable with a TTL comes from the state reader as value={fields} plus ttlExpirationMs."""
+    raw = pd.DataFrame({"user": ["b", "a"], "value": [{"count": 2}, {"count": 1}],
+                        "ttlExpirationMs": [1767258000000, 1767258001000], "partition_id": [1, 0]})
+    monkeypatch.setattr(sl.Checkpoint, "state_table", lambda self, spark=None, **options: raw.copy())
+    table = sl.m02.state_variable(sl.Checkpoint("/nowhere"), "count", spark=object())
+    assert table.columns.tolist() == ["user", "count", "ttl_expires_at", "partition_id"]
+    assert table["user"].tolist() == ["a", "b"] and table["count"].tolist() == [1, 2]
+    assert table["ttl_expires_at"].iloc[0] == pd.Timestamp("2026-01-01T09:00:01Z")
+
+
+# ----------------------------------------------------------------------------- a real query
+
+@pytest.mark.notebooks
+def test_value_list_map_state_and_timers_read_back(spark):
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class Everything(StatefulProcessor):
+        def init(self, handle):
+            self.handle = handle
+            self.count = handle.getValueState("count", "clicks LONG")
+            self.pages = handle.getListState("pages", "page STRING")
+            self.per_page = handle.getMapState("per_page", "page STRING", "visits LONG")
+
+        def handleInputRows(self, key, rows, timerValues):
+            n = self.count.get()[0] if self.count.exists() else 0
+            last = 0
+            for row in rows:
+                n += 1
+                last = max(last, row.ts_ms)
+                self.pages.appendValue((row.page,))
+                old = self.per_page.getValue((row.page,))
+                self.per_page.updateValue((row.page,), ((old[0] if old else 0) + 1,))
+            self.count.update((n,))
+            for timer in list(self.handle.listTimers()):
+                self.handle.deleteTimer(timer)
+            self.handle.registerTimer(last + 600_000)  # never fires here
+            return iter([])
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+            yield Row(user=key[0], clicks=self.count.get()[0])
+
+    spark = sl.spark(state_store="rocksdb")
+    try:
+        events = sl.m02.clicks(20, seed=9)
+        topic = sl.new_topic("keyed-state-test", partitions=1)
+        sl.produce(topic, events)
+        stream = (sl.kafka_stream(topic, sl.m02.CLICK_SCHEMA, spark=spark).withWatermark("ts", "5 seconds")
+                  .withColumn("ts_ms", F.unix_millis("ts")))
+        query = stream.groupBy("user").transformWithState(
+            statefulProcessor=Everything(), outputStructType="user STRING, clicks LONG",
+            outputMode="Update", timeMode="EventTime")
+        ckpt = sl.new_checkpoint("keyed-state-test")
+        sl.run_to_end(query, output_mode="update", checkpoint=ckpt, timeout_s=180)
+
+        variables = sl.m02.state_variables(ckpt, spark)
+        assert set(zip(variables["variable"], variables["type"])) >= {
+            ("count", "ValueState"), ("pages", "ListState"), ("per_page", "MapState")}
+        assert set(variables["time_mode"]) == {"EventTime"}
+
+        per_user = Counter(e["user"] for e in events)
+        count = sl.m02.state_variable(ckpt, "count", spark)
+        assert count.columns.tolist() == ["user", "clicks", "partition_id"]
+        assert dict(zip(count["user"], count["clicks"])) == per_user
+        assert count["user"].tolist() == sorted(per_user)
+
+        pages = sl.m02.state_variable(ckpt, "pages", spark)
+        assert sorted(zip(pages["user"], pages["page"])) == sorted((e["user"], e["page"]) for e in events)
+
+        per_page = sl.m02.state_variable(ckpt, "per_page", spark)
+        assert {(u, p): v for u, p, v in zip(per_page["user"], per_page["page"], per_page["visits"])} == \
+            Counter((e["user"], e["page"]) for e in events)
+
+        last = {}
+        for e in events:
+            last[e["user"]] = _when(e["ts"])
+        registered = sl.m02.timers(ckpt, spark)
+        assert registered.columns.tolist() == ["user", "expires_at", "partition_id"]
+        assert {u: t.to_pydatetime() for u, t in zip(registered["user"], registered["expires_at"])} == \
+            {u: t + pd.Timedelta(minutes=10) for u, t in last.items()}
+    finally:
+        sl.spark(state_store="hdfs")

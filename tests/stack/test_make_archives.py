@@ -1,0 +1,34 @@
+"""streamlab.stack.make_archives: the representative starts that make the JVMs' start-up archives."""
+from __future__ import annotations
+
+import pytest
+
+from streamlab.stack import jars, make_archives
+from streamlab.stack.paths import cache_dir
+
+
+@pytest.mark.slow
+def test_missing_archives_are_made_by_a_representative_start(tmp_path, monkeypatch, capsys):
+    """In an empty archive folder: a broker of its own and Kafka's console consumer reading a topic make
+    the broker's and the tools' archives; nothing is left running, and a second call has nothing to do."""
+    jars.fetch("kafka", quiet=True)
+    jars.fetch("tools", quiet=True)
+    (tmp_path / "jars").symlink_to(cache_dir() / "jars")
+    monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("STREAMLAB_JVM_ARCHIVES", raising=False)
+    kinds = ["kafka-broker", "kafka-tools"]
+    assert not any(s.ready for s in make_archives.states() if s.kind in kinds)
+
+    made = {s.kind: s for s in make_archives.make_missing(kinds)}
+    out = capsys.readouterr().out
+    assert all(made[kind].ready and made[kind].size_mb > 5 for kind in kinds), out
+    assert not made["spark-driver"].ready, "only the kinds asked for"
+    assert not list((tmp_path / "archives").glob("*.part")), "every part was complete and renamed"
+
+    make_archives.make_missing(kinds)
+    assert capsys.readouterr().out == "", "nothing missing, nothing to say"
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown kinds of JVM: spark-driverr"):
+        make_archives.make_missing(["spark-driverr"])

@@ -1,0 +1,61 @@
+"""streamlab.stack.session: the course's SparkSession."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import streamlab as sl
+from streamlab.stack import session
+from streamlab.stack.java import QUICK_JIT
+from streamlab.stack.jvm_archives import archive_file
+from streamlab.stack.make_archives import classpaths
+
+
+def test_spark_session_is_ready_for_the_course(spark):
+    assert spark.version == "4.2.1"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert "spark-sql-kafka-0-10" in spark.sparkContext.getConf().get("spark.jars")
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert sl.spark() is spark, "one session per process"
+    driver_opts = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+    assert "log4j2.configurationFile=" in driver_opts, "the driver's log goes to the course's log file"
+    assert QUICK_JIT in driver_opts.split(), "a lesson's driver is a light JVM: the quick JIT"
+
+
+def test_unknown_state_store_is_refused_before_spark_starts():
+    with pytest.raises(ValueError, match="state_store must be one of"):
+        session.spark(state_store="leveldb")
+
+
+def test_a_running_session_keeps_what_was_chosen(spark):
+    """Helpers call sl.spark() with no arguments: that must not undo sl.spark("rocksdb") or a
+    learner's own shuffle partitions (it did, and transformWithState then refused HDFS state)."""
+    import streamlab as sl
+
+    key, partitions = "spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions"
+    try:
+        sl.spark("rocksdb", **{partitions: "3"})
+        sl.spark()
+        assert spark.conf.get(key).endswith("RocksDBStateStoreProvider")
+        assert spark.conf.get(partitions) == "3"
+        sl.spark("hdfs")
+        assert spark.conf.get(key).endswith("HDFSBackedStateStoreProvider")
+    finally:
+        sl.spark("hdfs", **{partitions: "2"})
+
+
+def test_the_driver_starts_from_its_archive_and_says_nothing_of_it(spark):
+    """The driver JVM maps the spark-driver archive (`make setup` made it: `streamlab fetch --archives`),
+    and its log holds no class-data-sharing line."""
+    from pyspark import SparkContext
+
+    archive = archive_file("spark-driver", classpaths()["spark-driver"])
+    assert archive.exists(), "no archive for this JDK and these jars: run `streamlab fetch --archives`"
+    driver = SparkContext._gateway.proc.pid
+    assert str(archive) in Path(f"/proc/{driver}/maps").read_text(), "the driver maps its archive"
+    log = session.driver_log().read_text(errors="replace")
+    assert "[cds" not in log and "shared archive" not in log.lower()
