@@ -302,3 +302,39 @@ def test_every_subpackage_is_installed():
     listed = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     folders = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
     assert sorted(listed) == sorted(folders)
+
+
+def test_modules_named_in_strings_exist():
+    """Code run in another process names modules in strings (``python -m streamlab.grading.worker``,
+    ``"from streamlab.stack import broker; ..."``, a job ``"streamlab.lessons.m04_recovery:count_requests"``):
+    each must be a module of the package, or the other process fails where no import test looks."""
+    import re
+
+    modules = module_names(PACKAGE)
+    known = set(modules)
+
+    def defines(module: str, name: str) -> bool:  # a module, or a name the module binds at its top level
+        if f"{module}.{name}" in known:
+            return True
+        tree = ast.parse(modules[module].read_text(encoding="utf-8")) if module in modules else ast.Module(body=[])
+        bound = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                 for alias in node.names}
+        bound |= {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        bound |= {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+                  if isinstance(t, ast.Name)}
+        return name in bound
+
+    named = re.compile(r"from (streamlab(?:\.\w+)*) import (\w+)|-m[\"', ]+(streamlab(?:\.\w+)+)|"
+                       r"\b(streamlab(?:\.\w+)+):\w+")
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for match in named.finditer(node.value):
+                    base, name, dash_m, job = match.groups()
+                    if base and not defines(base, name):
+                        wrong.append(f"{path.name}: from {base} import {name}")
+                    for module in (dash_m, job):
+                        if module and module not in known:
+                            wrong.append(f"{path.name}: {module}")
+    assert not wrong, wrong

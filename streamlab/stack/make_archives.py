@@ -53,13 +53,18 @@ def states() -> list[ArchiveState]:
 
 def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
     """Make the archives (of ``kinds``, default all) missing for this JDK and these jars; returns every
-    kind's state. ``quiet``: say only that they are being made (nothing when none is missing)."""
+    kind's state. ``quiet`` (``make setup``, ``streamlab lab``): say only that they are being made (nothing
+    when none is missing), and do not try again a kind that could not be made for this JDK and these jars
+    (``<archive>.failed`` says why); ``streamlab fetch --archives`` does."""
     unknown = set(kinds or []) - set(KINDS)
     if unknown:
         raise ValueError(f"unknown kinds of JVM: {', '.join(sorted(unknown))}; choose from {', '.join(KINDS)}")
-    missing = [s.kind for s in states() if not s.ready and s.path is not None and (kinds is None or s.kind in kinds)]
+    missing = [s for s in states() if not s.ready and s.path is not None and (kinds is None or s.kind in kinds)
+               and not (quiet and failed_before(s.path))]
     if not missing or not enabled():
         return states()
+    notes = {s.kind: s.path.with_suffix(".failed") for s in missing}
+    missing = [s.kind for s in missing]
     print(f"Making the JVMs' start-up archives ({', '.join(missing)}); first run only, "
           "about a minute and a half ...", flush=True)
     started = time.monotonic()
@@ -74,10 +79,22 @@ def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list
         for s in result:
             print(f"  {s.kind:<15} {s.detail}")
         print(f"  ({time.monotonic() - started:.0f} s)")
+    for s in result:
+        if s.kind in notes and not s.ready:  # remembered, so that `make` does not try again each time
+            notes[s.kind].write_text(proc.stdout + proc.stderr)
+        elif s.kind in notes:
+            notes[s.kind].unlink(missing_ok=True)
     if proc.returncode != 0:
-        print("  Some archives could not be made; the JVMs start without them (just slower), and make "
-              "them when they exit. What went wrong:\n" + _tail(proc.stdout + proc.stderr), flush=True)
+        print("  Some archives could not be made; the JVMs start without them (just slower). "
+              "`streamlab fetch --archives` tries again. What went wrong:\n" + _tail(proc.stdout + proc.stderr),
+              flush=True)
     return result
+
+
+def failed_before(archive: Path) -> Path | None:
+    """The note left when ``archive`` could not be made (for this JDK and these jars), if there is one."""
+    note = archive.with_suffix(".failed")
+    return note if note.exists() else None
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -162,7 +179,7 @@ def _cluster_run(servers: str | None, topic: str, work: Path, kinds: list[str]) 
         if "spark-executor" in kinds:
             env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor",
                                                                            classpaths()["spark-executor"]))
-        code = ("import sys; from pathlib import Path; from streamlab import make_archives as m; "
+        code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
                 "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
         subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / "cluster")],
                        env=env, check=True, timeout=600)

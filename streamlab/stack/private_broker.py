@@ -48,16 +48,16 @@ class PrivateBroker:
                 s.bind(("127.0.0.1", 0))
                 port = str(s.getsockname()[1])
         self.bootstrap_servers = self._call(
-            f"from streamlab import broker; print(broker.start({port}, quiet=True).bootstrap_servers)")
+            f"from streamlab.stack import broker; print(broker.start({port}, quiet=True).bootstrap_servers)")
         _LIVE_BROKERS[str(self.folder)] = self
         return self.bootstrap_servers
 
     def stop(self) -> None:
         """Stop it (SIGTERM, as an operator or a failing machine would)."""
-        self._call("from streamlab import broker; broker.stop(quiet=True)")
+        self._call("from streamlab.stack import broker; broker.stop(quiet=True)")
 
     def running(self) -> bool:
-        return self._call("from streamlab import broker; print(broker.status().running)") == "True"
+        return self._call("from streamlab.stack import broker; print(broker.status().running)") == "True"
 
     def as_default(self):
         """A context in which ``sl.new_topic``, ``sl.produce``, ``sl.kafka_stream`` ... use this broker."""

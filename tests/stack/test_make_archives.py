@@ -32,3 +32,16 @@ def test_missing_archives_are_made_by_a_representative_start(tmp_path, monkeypat
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown kinds of JVM: spark-driverr"):
         make_archives.make_missing(["spark-driverr"])
+
+
+def test_a_kind_that_could_not_be_made_is_not_tried_again_by_make(tmp_path, monkeypatch, capsys):
+    """`make setup` runs `streamlab fetch --archives --quiet` every time: a kind that failed for this JDK and
+    these jars is left alone there (a note says why); `streamlab fetch --archives` tries it again."""
+    (tmp_path / "jars").symlink_to(cache_dir() / "jars")
+    monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path))
+    (broker_state,) = [s for s in make_archives.states() if s.kind == "kafka-broker"]
+    broker_state.path.parent.mkdir(parents=True, exist_ok=True)
+    broker_state.path.with_suffix(".failed").write_text("the JVM was killed while writing")
+    assert make_archives.failed_before(broker_state.path)
+    make_archives.make_missing(["kafka-broker"], quiet=True)
+    assert capsys.readouterr().out == "", "not tried again"
