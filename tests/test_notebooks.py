@@ -47,6 +47,32 @@ def test_notebook_is_a_lesson(path):
     assert "```mermaid" in text or "plt." in code, "every lesson shows a picture"
 
 
+GLOSSARY = ROOT / "notebooks" / "glossary.md"
+# the articles' terms a reader of them looks up (issue: a glossary for readers of the articles)
+ARTICLE_TERMS = ("状态", "Keyed State", "Operator State", "状态后端", "检查点", "保存点", "障碍", "对齐", "水印",
+                 "水位线", "窗口", "状态处理器 API", "可查询状态", "键组", "事件时间", "处理时间", "恰好一次",
+                 "至少一次")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_lessons_flink_box_links_the_glossary(path):
+    nb = nbformat.read(path, as_version=4)
+    box = next(c.source for c in nb.cells if "**Flink connection.**" in c.source)
+    assert "](glossary.md)" in box
+
+
+def test_the_glossary_covers_the_articles_terms_and_its_links_resolve():
+    import re
+
+    text = GLOSSARY.read_text(encoding="utf-8")
+    missing = [term for term in ARTICLE_TERMS if term not in text]
+    assert not missing, f"the glossary lacks {missing}"
+    links = re.findall(r"\]\(([^)#]+)\)", text)
+    assert links and all((GLOSSARY.parent / link).exists() for link in links), links
+    lessons = {Path(link).stem[:2] for link in links}
+    assert lessons >= {p.stem[:2] for p in NOTEBOOKS} - {"00"}, "every lesson is some term's home"
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, kafka_bootstrap, record_property):

@@ -135,7 +135,32 @@ def _encode(value: Any) -> bytes | None:
         return value
     if isinstance(value, str):
         return value.encode()
-    return json.dumps(value, default=str).encode()
+    return json.dumps(_plain_keys(value), default=json_value).encode()
+
+
+def _plain_keys(value: Any) -> Any:
+    """``value`` with numpy keys made plain (``{numpy.int64(0): 5}`` from a pandas groupby is ``{0: 5}``):
+    JSON's writer takes only str, int, float, bool and None as keys, and never asks ``default`` about one."""
+    if isinstance(value, dict):
+        return {(json_value(k) if type(k).__module__ == "numpy" else k): _plain_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_keys(v) for v in value]
+    return value
+
+
+def json_value(value: Any) -> Any:
+    """How ``produce`` writes what JSON has no type for: numpy and pandas numbers and booleans as the numbers
+    and booleans they are (``numpy.int64(8)`` is ``8``, not ``"8"``: a learner's ``df["n"].max()`` or
+    ``files["version"].nunique()`` is a number), arrays and Series as lists; anything else (datetimes,
+    decimals, ...) as its text."""
+    import numpy as np
+
+    if isinstance(value, np.generic) and not isinstance(value, (np.datetime64, np.timedelta64)):
+        return value.item()
+    tolist = getattr(value, "tolist", None)  # numpy arrays, pandas Series and Index
+    if callable(tolist):
+        return tolist()
+    return str(value)
 
 
 def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], Any] | None = None,

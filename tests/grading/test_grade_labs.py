@@ -6,6 +6,7 @@ its notebooks and ``tests/submissions/<lab>/``):
     e_reference         the reference answers -> full marks
     f_blank             the released notebook as students get it -> 0
     d_alternative_...   a correct solution written differently (alternative.py) -> full marks
+    m_numpy             the alternative, its functions returning numpy numbers and booleans -> full marks
     k_partial           some parts solved (partial.py) -> its EXPECTED_SCORE
     l_fake              solves nothing, fakes every result from inside the kernel (fake.py) -> 0
 
@@ -152,10 +153,50 @@ def _answered(lab: str, answers: dict):
     return nb
 
 
+# Appended to each answer cell of the alternative that defines functions: every number, boolean and key they
+# return comes back as numpy's (np.int64(8), not 8), as a learner's pandas code hands them back
+# (`files["version"].max()`, `files["partition"].nunique()`, a groupby's keys).
+AS_NUMPY = """
+
+def _as_numpy(function):
+    import functools
+    import numpy as np
+
+    def convert(value):
+        if isinstance(value, bool):
+            return np.bool_(value)
+        if isinstance(value, int):
+            return np.int64(value)
+        if isinstance(value, float):
+            return np.float64(value)
+        if isinstance(value, dict):
+            return {convert(k): convert(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(convert(v) for v in value)
+        return value
+
+    @functools.wraps(function)
+    def wrapped(*args, **kwargs):
+        return convert(function(*args, **kwargs))
+    return wrapped
+"""
+
+
+def _numpy_alternative(lab: str):
+    """The alternative solution, its functions returning numpy numbers and booleans (issue: a correct answer
+    computed with pandas lost points when its numbers reached the grader as text)."""
+    nb = _alternative(lab)
+    for cell in grading.answer_cells(nb):
+        names = re.findall(r"^def (\w+)\(", cell.source, flags=re.M)
+        if names:
+            cell.source += AS_NUMPY + "".join(f"{name} = _as_numpy({name})\n" for name in names)
+    return nb
+
+
 def build_outcome_submissions(lab: str) -> dict:
-    """The five submissions every lab is graded on."""
+    """The six submissions every lab is graded on."""
     return {"e_reference": _reference(lab), "f_blank": _released(lab),
-            "d_alternative": _alternative(lab),
+            "d_alternative": _alternative(lab), "m_numpy": _numpy_alternative(lab),
             "k_partial": _answered(lab, _variant(lab, "partial").ANSWERS),
             "l_fake": _answered(lab, _variant(lab, "fake").ANSWERS)}
 
@@ -337,6 +378,12 @@ def test_blank_lab_gets_zero(graded):
 def test_alternative_solution_gets_full_marks(graded):
     name = "d_alternative_leaky" if graded["lab"] == ROBUSTNESS_LAB else "d_alternative"
     row = _row(graded, name)
+    assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
+
+
+def test_answers_as_numpy_values_get_full_marks(graded):
+    """The alternative again, with numpy numbers and booleans where it returned Python ones: still correct."""
+    row = _row(graded, "m_numpy")
     assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
 
 

@@ -28,6 +28,26 @@ def test_topic_produce_offsets_and_read_back(kafka_bootstrap):
     sl.delete_topic(topic)
 
 
+def test_numpy_and_pandas_values_are_written_as_what_they_are(kafka_bootstrap):
+    """A learner's answer computed with pandas is a numpy scalar: it reaches Kafka as a number, not as text."""
+    import numpy as np
+    import pandas as pd
+
+    files = pd.DataFrame({"version": [3, 8, 8], "partition": [0, 1, 1]})
+    answer = {"latest": files["version"].max(), "partitions": files["partition"].nunique(),
+              "mean": np.float32(0.5), "all_committed": np.bool_(True), "versions": files["version"].unique(),
+              "per_partition": files.groupby("partition")["version"].max(), "when": pd.Timestamp("2026-01-01"),
+              "bytes": {version - 1: total for version, total in files.groupby("version")["partition"].sum().items()}}
+    topic = sl.new_topic("pkg-numpy")
+    sl.produce(topic, [answer])
+    (record,) = sl.read_topic(topic)
+    assert record["value"] == {"latest": 8, "partitions": 2, "mean": 0.5, "all_committed": True,
+                               "versions": [3, 8], "per_partition": [3, 8], "when": "2026-01-01 00:00:00",
+                               "bytes": {"2": 0, "7": 2}}
+    assert type(record["value"]["latest"]) is int
+    sl.delete_topic(topic)
+
+
 def test_topic_prefix_isolates_runs(kafka_bootstrap, monkeypatch):
     monkeypatch.setenv("STREAMLAB_TOPIC_PREFIX", "student7.")
     topic = sl.new_topic("requests", partitions=1)
