@@ -188,7 +188,7 @@ def _format_storage(java: str, props: Path) -> None:
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     cp = classpath()  # the broker's archive, if there is one: formatting is not what it is made from
     proc = subprocess.run(
-        [java, QUICK_JIT, *jvm_options("kafka-broker", jars.jars("kafka"), java=java, make=False),
+        [java, QUICK_JIT, *jvm_options("kafka-broker", java=java, make=False),
          "-cp", cp, "kafka.tools.StorageTool", "format",
          f"--cluster-id={cluster_id}",
          "-c", str(props), "--ignore-formatted"],
@@ -229,7 +229,7 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
     # the quick JIT only: a course broker's loads are small, and it starts about a second sooner
     # ... and from its class-data-sharing archive (streamlab.stack.jvm_archives), or makes it
     cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", QUICK_JIT, "-Djava.awt.headless=true",
-           *jvm_options("kafka-broker", jars.jars("kafka"), java=java),
+           *jvm_options("kafka-broker", java=java),
            f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-broker-log4j2.yaml'}",
            f"-Dstreamlab.broker.log={log_file()}",
            "-cp", classpath(), "kafka.Kafka", str(props)]

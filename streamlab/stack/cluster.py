@@ -200,7 +200,7 @@ def _launch(role: str, args: list[str], daemon_memory: str, log: Path) -> subpro
     env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=HOST, SPARK_DAEMON_MEMORY=daemon_memory,
                # the marker stop() recognises its processes by, and the role's start-up archive
                SPARK_DAEMON_JAVA_OPTS=" ".join([f"-Dstreamlab.cluster={home()}",
-                                                *jvm_options(f"spark-{role}", [spark_home() / "jars" / "*"])]),
+                                                *jvm_options(f"spark-{role}")]),
                # the worker removes the work dirs of applications that finished a day ago
                SPARK_WORKER_OPTS="-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.appDataTtl=86400")
     env.pop("SPARK_CONF_DIR", None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from . import broker, jars
+from . import broker
 from .java import QUICK_JIT, require_java
 from .jvm_archives import jvm_options
 from .kafka import bootstrap_servers
@@ -40,7 +40,7 @@ def command(tool: str, args: list[str], *, servers: str | None = None) -> list[s
     classpath = broker.classpath("tools")
     # a short-lived JVM: the quick JIT and its start-up archive (2.1 s -> 0.7 s for `topics --list`)
     return [java, f"-Xmx{HEAP}", "-Djava.awt.headless=true", QUICK_JIT,
-            *jvm_options("kafka-tools", [*jars.jars("kafka"), *jars.jars("tools")], java=java),
+            *jvm_options("kafka-tools", java=java),
             f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-tools-log4j2.yaml'}",
             "-cp", classpath, main_class, *args]
 

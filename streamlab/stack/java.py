@@ -41,11 +41,17 @@ def java_version(java: str) -> int | None:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
     except (OSError, subprocess.TimeoutExpired):
         return None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    match = re.search(r'version "([^"]+)"', out)
+    return major_of(match.group(1)) if match else None
+
+
+def major_of(version: str) -> int | None:
+    """17 for "17.0.15", 8 for "1.8.0_392": the major version in a Java version string."""
+    match = re.match(r"(\d+)(?:\.(\d+))?", version)
     if not match:
         return None
     major = int(match.group(1))
-    return int(match.group(2)) if major == 1 else major
+    return int(match.group(2)) if major == 1 and match.group(2) else major
 
 
 def require_java() -> str:

@@ -15,7 +15,8 @@ kafka-tools    Kafka's console tools (``streamlab kafka console ...``)
 ============== ========================================================
 
 ``streamlab fetch`` makes them (``streamlab.stack.make_archives``: each JVM goes through a representative
-start). ``jvm_options(kind, classpath)`` gives the options a JVM of that kind starts with:
+start). ``jvm_options(kind)`` gives the options a JVM of that kind starts with (``classpath(kind)`` is
+what it runs on):
 
 * an archive for this JDK and these jars exists: map it (``-XX:SharedArchiveFile``);
 * none (a JDK update, new jars, a cache made before this code): the JVM runs as before and, on Java
@@ -42,7 +43,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .java import find_java, java_version
+from . import jars
+from .java import find_java, java_version, major_of
 from .paths import cache_dir
 
 KINDS = {
@@ -74,17 +76,23 @@ def _jdk(java: str) -> tuple[int | None, str]:
     home = Path(os.path.realpath(java)).parent.parent
     release = home / "release"
     text = release.read_text(errors="replace") if release.exists() else ""
-    match = re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', text, re.M)
-    if match:
-        major = int(match.group(1))
-        version = int(match.group(2)) if major == 1 and match.group(2) else major
-    else:
-        version = java_version(java)
+    match = re.search(r'^JAVA_VERSION="([^"]+)"', text, re.M)
+    version = major_of(match.group(1)) if match else java_version(java)
     digest = hashlib.sha256(f"{home}\n{text}".encode())
     for libjvm in sorted(home.glob("lib/server/libjvm.so")) + sorted(home.glob("lib/server/classes*.jsa")):
         stat = libjvm.stat()
         digest.update(f"{libjvm} {stat.st_size} {stat.st_mtime_ns}\n".encode())
     return version, digest.hexdigest()
+
+
+def classpath(kind: str) -> list[Path]:
+    """The classpath a JVM of ``kind`` runs on, as its archive's fingerprint sees it (``folder/*`` for
+    every jar of a folder): the one place that says it, for the JVMs that start and for the doctor."""
+    spark = [jars.pyspark_jars_dir().resolve() / "*"]  # what bin/spark-class puts on every Spark JVM's classpath
+    kafka = jars.jars("kafka")
+    driver = [*spark, *(jars.connector_jars() if jars.is_cached("connector") else [])]
+    return {"spark-driver": driver, "spark-master": spark, "spark-worker": spark, "spark-executor": driver,
+            "kafka-broker": kafka, "kafka-tools": [*kafka, *jars.jars("tools")]}[kind]
 
 
 def jars_of(classpath) -> list[Path]:
@@ -111,24 +119,27 @@ def fingerprint(kind: str, classpath, java: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def archive_file(kind: str, classpath, java: str | None = None) -> Path | None:
-    """Where the archive of ``kind`` for this JDK and ``classpath`` is (or will be); None without Java."""
+def archive_file(kind: str, jars_on_path=None, java: str | None = None) -> Path | None:
+    """Where the archive of ``kind`` for this JDK and its classpath (``classpath(kind)`` unless
+    ``jars_on_path`` says otherwise) is, or will be; None without Java."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind of JVM {kind!r}; choose one of {', '.join(KINDS)}")
     java = java or find_java()
     if java is None:
         return None
-    return folder() / f"{kind}-{fingerprint(kind, classpath, java)}.jsa"
+    jars_on_path = classpath(kind) if jars_on_path is None else jars_on_path
+    return folder() / f"{kind}-{fingerprint(kind, jars_on_path, java)}.jsa"
 
 
-def jvm_options(kind: str, classpath, *, java: str | None = None, make: bool = True) -> list[str]:
-    """The options a JVM of ``kind`` running on ``classpath`` starts with: map its archive, or make it.
+def jvm_options(kind: str, jars_on_path=None, *, java: str | None = None, make: bool = True) -> list[str]:
+    """The options a JVM of ``kind`` starts with: map its archive, or make it. Its classpath is
+    ``classpath(kind)`` unless ``jars_on_path`` says otherwise.
 
     ``make=False`` only maps an existing archive (for a JVM that is not representative of its kind,
     such as the broker's storage formatting). Nothing is made where the cache is read-only (a graded
     submission's sandbox) or ``STREAMLAB_JVM_ARCHIVES=off``.
     """
-    target = archive_file(kind, classpath, java) if enabled() else None
+    target = archive_file(kind, jars_on_path, java) if enabled() else None
     if target is None:
         return []
     version = _jdk(java or find_java())[0] or 17
@@ -137,7 +148,7 @@ def jvm_options(kind: str, classpath, *, java: str | None = None, make: bool = T
         return ["-XX:+AutoCreateSharedArchive", f"-XX:SharedArchiveFile={target}", *QUIET]
     if target.exists() or (writable and promote(target)):
         return [f"-XX:SharedArchiveFile={target}", "-Xshare:auto", *QUIET]
-    if writable and version < 19:
+    if writable:  # Java 17 and 18: the JVM writes its archive as it exits; the next start promotes it
         part = target.with_name(f"{target.stem}.{os.getpid()}-{secrets.token_hex(3)}.part")
         return [f"-XX:ArchiveClassesAtExit={part}", *QUIET]
     return []
@@ -209,9 +220,9 @@ class ArchiveState:
         return "missing for this JDK and these jars"
 
 
-def state(kind: str, classpath) -> ArchiveState:
-    """Whether ``kind``'s archive for this JDK and ``classpath`` is ready (a complete part counts)."""
-    target = archive_file(kind, classpath)
+def state(kind: str) -> ArchiveState:
+    """Whether ``kind``'s archive for this JDK and its classpath is ready (a complete part counts)."""
+    target = archive_file(kind)
     if target is None:
         return ArchiveState(kind, None, False)
     if not target.exists() and _writable(target.parent):

@@ -27,28 +27,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import broker, cluster, console, jars
+from . import broker, cluster, console, jars, kafka
 from .jvm_archives import KINDS, ArchiveState, enabled, folder, jvm_options, state
 from .session import spark, stop_all_queries
 
 WAIT_FOR_ARCHIVE_S = 120  # a JVM writes its archive when it exits: 100-200 MB, a few seconds
 
 
-def classpaths() -> dict[str, list]:
-    """The classpath each kind of JVM runs on (as ``jvm_archives.jvm_options`` is given it)."""
-    spark_jars = [jars.pyspark_jars_dir() / "*"]
-    driver = [*spark_jars, *(jars.connector_jars() if jars.is_cached("connector") else [])]
-    kafka = jars.jars("kafka")
-    return {"spark-driver": driver, "spark-master": spark_jars, "spark-worker": spark_jars,
-            "spark-executor": driver, "kafka-broker": kafka, "kafka-tools": [*kafka, *jars.jars("tools")]}
-
-
 def states() -> list[ArchiveState]:
     """Each kind's archive: ready or missing (a kind whose jars are not fetched is left out)."""
-    paths = classpaths()
     usable = {"kafka-broker": jars.is_cached("kafka"),
               "kafka-tools": jars.is_cached("kafka") and jars.is_cached("tools")}
-    return [state(kind, paths[kind]) for kind in KINDS if usable.get(kind, True)]
+    return [state(kind) for kind in KINDS if usable.get(kind, True)]
 
 
 def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
@@ -105,26 +95,11 @@ def _tail(text: str, lines: int = 15) -> str:
 
 def _wait_for(kinds: list[str], timeout: float = WAIT_FOR_ARCHIVE_S) -> None:
     """Wait until the JVMs that exited have finished writing the archives of ``kinds``."""
-    paths = classpaths()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(state(kind, paths[kind]).ready for kind in kinds):
+        if all(state(kind).ready for kind in kinds):
             return
         time.sleep(0.5)
-
-
-def _topic_with_records(servers: str, topic: str, count: int = 200) -> None:
-    from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=servers)
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
-    admin.close()
-    producer = KafkaProducer(bootstrap_servers=servers)
-    for i in range(count):
-        producer.send(topic, key=f"user-{i % 7}".encode(), value=json.dumps({"n": i}).encode())
-    producer.flush()
-    producer.close()
 
 
 def _stateful_query(session, servers: str | None, topic: str, checkpoint: Path) -> None:
@@ -177,8 +152,7 @@ def _cluster_run(servers: str | None, topic: str, work: Path, kinds: list[str]) 
     try:
         env = dict(os.environ, SPARK_MASTER=f"spark://{cluster.HOST}:{port}")
         if "spark-executor" in kinds:
-            env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor",
-                                                                           classpaths()["spark-executor"]))
+            env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor"))
         code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
                 "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
         subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / "cluster")],
@@ -201,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     topic, servers = "archive-warm-up", None
     try:
         if jars.is_cached("kafka"):
-            servers = broker.start(_free(29092), quiet=True).bootstrap_servers
-            _topic_with_records(servers, topic)
+            servers = broker.start(_free(29092), quiet=True).bootstrap_servers  # the Kafka in use, from now on
+            topic = kafka.new_topic("archive-warm-up")
+            kafka.produce(topic, ({"n": i, "user": f"user-{i % 7}"} for i in range(200)), key="user")
             if "kafka-tools" in kinds and jars.is_cached("tools"):
                 consumer = console.command("consumer", ["--topic", topic, "--from-beginning",
                                                         "--max-messages", "100", "--timeout-ms", "60000"],
@@ -225,4 +200,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["classpaths", "folder", "make_missing", "states"]
+__all__ = ["folder", "make_missing", "states"]

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import cluster
-from .jars import connector_jars, pyspark_jars_dir
+from .jars import connector_jars
 from .java import QUICK_JIT
 from .jvm_archives import jvm_options
 from .paths import PACKAGE_DIR, data_dir
@@ -130,8 +130,8 @@ def _classic_builder(builder):
     # compiles with the quick JIT only: a lesson's driver does small work, and starts sooner (lesson 01:
     # 17-22 s instead of 22-24 s, 100 MB less memory; lesson 03 the same). STREAMLAB_DRIVER_JAVA_OPTIONS
     # comes last, so -XX:TieredStopAtLevel=4 there brings the optimising compiler back.
-    classpath = [pyspark_jars_dir() / "*", *connector_jars()]
-    driver_opts = " ".join([java_opts, QUICK_JIT, *jvm_options("spark-driver", classpath),
+    connector = connector_jars()  # fetched now, so that the archive is the one for these jars
+    driver_opts = " ".join([java_opts, QUICK_JIT, *jvm_options("spark-driver"),
                             os.environ.get("STREAMLAB_DRIVER_JAVA_OPTIONS", "")]).strip()
     executor_opts = java_opts
     if master.startswith("spark://"):  # a standalone cluster: streamlab.stack.cluster.cluster_conf() says what it adds
@@ -140,13 +140,13 @@ def _classic_builder(builder):
         if cluster.on_this_machine(master):  # the executors run this JDK and these jars: their archive
             # (mapped, never made here: the worker kills an executor 10 s after its application
             # ends, too soon to write one; `streamlab fetch` makes it with one executor)
-            executor_opts = " ".join([java_opts, *jvm_options("spark-executor", classpath, make=False)])
+            executor_opts = " ".join([java_opts, *jvm_options("spark-executor", make=False)])
         else:  # on another machine (or container) /tmp is not shared
             driver_opts += f" -Djava.io.tmpdir={cluster.driver_tmp_dir()}"
     executor_opts = f"{executor_opts} {os.environ.get('STREAMLAB_EXECUTOR_JAVA_OPTIONS', '')}".strip()
     # spark.jars: the driver serves the connector jars and every executor fetches them when it starts
     return (builder.master(master)
-            .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+            .config("spark.jars", ",".join(str(j) for j in connector))
             .config("spark.driver.memory", os.environ.get("STREAMLAB_DRIVER_MEMORY", "1g"))
             .config("spark.driver.extraJavaOptions", driver_opts)
             .config("spark.executor.extraJavaOptions", executor_opts)

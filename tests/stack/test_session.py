@@ -11,7 +11,6 @@ import streamlab as sl
 from streamlab.stack import session
 from streamlab.stack.java import QUICK_JIT
 from streamlab.stack.jvm_archives import archive_file
-from streamlab.stack.make_archives import classpaths
 
 
 def test_spark_session_is_ready_for_the_course(spark):
@@ -53,7 +52,7 @@ def test_the_driver_starts_from_its_archive_and_says_nothing_of_it(spark):
     and its log holds no class-data-sharing line."""
     from pyspark import SparkContext
 
-    archive = archive_file("spark-driver", classpaths()["spark-driver"])
+    archive = archive_file("spark-driver")
     assert archive.exists(), "no archive for this JDK and these jars: run `streamlab fetch --archives`"
     driver = SparkContext._gateway.proc.pid
     assert str(archive) in Path(f"/proc/{driver}/maps").read_text(), "the driver maps its archive"
