@@ -132,3 +132,44 @@ def transactional_sink(run):
         "TX_BATCHES must hold each written batch id once"
     held = sum(sl.end_offsets(out_topic).values())
     assert held > len(rows), "TX_TOPIC's records were not written in Kafka transactions (no commit markers)"
+
+
+D_REQUESTS = dict(n=90, seed=44)
+
+
+def _int_map(mapping, what: str) -> dict:
+    """An answer's {key: number} read back from JSON (its keys became strings there)."""
+    if not isinstance(mapping, dict):
+        raise CheckFailed(f"{what} must be a dict, the answer gave {type(mapping).__name__}")
+    try:
+        return {k: int(v) for k, v in mapping.items()}
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{what} must map to whole numbers") from None
+
+
+@check("test_two_states_agree", "test_two_states_values")
+def two_kinds_of_state(run):
+    topic = _require_records(run, "lab04-d-requests", D_REQUESTS["n"])
+    ckpt = run.checkpoint("lab04-two-states")
+    run.require_reached_end(ckpt, "lab04-d-requests")
+    if ckpt.commits()["batch"].tolist() != [0, 1, 2]:
+        raise CheckFailed("the count's checkpoint should hold batches 0, 1 and 2 (30 to 44 records each): "
+                          "run the notebook once, top to bottom")
+    answers = {r["value"]["batch"]: r["value"] for r in run.records("lab04-two-states-answers")
+               if isinstance(r["value"], dict) and isinstance(r["value"].get("batch"), int)}
+    assert set(answers) == {1, 2}, f"expected the answers for batches 1 and 2, found {sorted(answers)}"
+    offsets, records, spark = ckpt.offsets(), run.records("lab04-d-requests"), run.spark()
+    for batch, answer in sorted(answers.items()):
+        source = {int(p): o for p, o in _int_map(answer.get("source"), "source").items()}
+        ends = _ends(offsets, batch, topic)
+        assert source == ends, f"as of batch {batch} the source had read up to {ends}, the answer says {source}"
+        # keyed state, from the input itself: every record below the source's offsets, counted once
+        read = Counter(r["value"]["path"] for r in records if r["offset"] < ends.get(r["partition"], 0))
+        keyed = _int_map(answer.get("keyed"), "keyed")
+        assert keyed == dict(read), f"as of batch {batch} the keyed state counts {dict(read)}, the answer says {keyed}"
+        state = ckpt.state_table(spark, batchId=batch)
+        assert dict(zip(state["path"], state["count"])) == dict(read), \
+            f"the checkpoint's state as of batch {batch} does not count the records read: run the cells as they are"
+        partition_of = _int_map(answer.get("partition_of"), "partition_of")
+        assert partition_of == {p: int(n) for p, n in zip(state["path"], state["partition_id"])}, \
+            f"partition_of (batch {batch}) must name the state partition that holds each path"

@@ -269,3 +269,76 @@ def count_state(run):
     want = {s: sorted(ids) for s, ids in expected.items()}
     if got != want:
         raise CheckFailed(f"the pending state holds {got}, expected {want}")
+
+
+# ----------------------------------------------------------------------------- Part D: two clocks
+
+CLOCK_WINDOW_MS = 5_000
+CLOCK_BATCH = 75
+
+
+def _final_windows(run, clock: str, replay: int) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """One replay's final table {window start ms: count} (the last batch's rows: complete mode), and its
+    committed batches as (batch start time ms, records read), from its checkpoint."""
+    name = f"lab06-{clock}-{replay}"
+    ckpt = run.checkpoint(name)
+    run.require_reached_end(ckpt, "lab06-events")
+    rows = _output(run, f"{name}-out", {"count", "batch_id"})
+    last = max(row["batch_id"] for row in rows)
+    table = {}
+    for row in rows:
+        if row["batch_id"] == last:
+            start, end = _window_of(row)
+            if end - start != CLOCK_WINDOW_MS:
+                raise CheckFailed(f"{clock} time: the windows should last 5 seconds, "
+                                  f"one lasts {(end - start) / 1000:g}")
+            if start in table:
+                raise CheckFailed(f"{clock} time, replay {replay}: window {start} appears twice in the final table")
+            table[start] = int(row["count"])
+    topic = run.topic("lab06-events")
+    offsets = ckpt.offsets()
+    offsets = offsets[offsets["topic"] == topic].set_index("batch")["offset"]
+    times = ckpt.batch_times().set_index("batch")["timestamp"]
+    batches, start = [], 0
+    for batch in sorted(int(b) for b in ckpt.commits()["batch"]):
+        end = int(offsets[batch])
+        batches.append((int(times[batch].timestamp() * 1000), end - start))
+        start = end
+    if [size for _, size in batches if size] != [CLOCK_BATCH] * (len(EVENTS) // CLOCK_BATCH):
+        raise CheckFailed(f"{clock} time, replay {replay}: the micro-batches read "
+                          f"{[size for _, size in batches]} records: run the cells as they are")
+    # complete mode keeps every window in the aggregation's state: read it with Spark, in this process
+    state = ckpt.state(run.spark()).selectExpr("unix_millis(key.window.start) AS start", "value.count AS count")
+    held = {int(row["start"]): int(row["count"]) for row in state.collect()}
+    if held != table:
+        raise CheckFailed(f"{clock} time, replay {replay}: the query's state holds {len(held)} windows that differ "
+                          f"from its output: the output must come from the query")
+    return table, batches
+
+
+@check("test_two_clocks_replay", "test_two_clocks_windows")
+def two_clocks(run):
+    _events(run)
+    step = CLOCK_WINDOW_MS
+    expected_event = {}
+    for event in EVENTS:
+        start = _ms(event["event_time"]) // step * step
+        expected_event[start] = expected_event.get(start, 0) + 1
+    for replay in (1, 2):
+        table, _ = _final_windows(run, "event", replay)
+        if table != expected_event:
+            wrong = sorted(set(table) ^ set(expected_event)) or [k for k in table if table[k] != expected_event[k]]
+            raise CheckFailed(f"event time, replay {replay}: {len(table)} windows, expected {len(expected_event)}; "
+                              f"first difference at {datetime.fromtimestamp(wrong[0] / 1000, UTC):%H:%M:%S}")
+    processing = {}
+    for replay in (1, 2):
+        table, batches = _final_windows(run, "processing", replay)
+        expected = {}
+        for started_ms, size in batches:   # every row of a batch gets its start time: current_timestamp()
+            if size:
+                start = started_ms // step * step
+                expected[start] = expected.get(start, 0) + size
+        assert table == expected, (f"processing time, replay {replay}: the windows should be those of the "
+                                   f"micro-batches' start times ({expected}), the query gave {table}")
+        processing[replay] = table
+    assert processing[1] != processing[2], "the two processing-time replays gave the same table"

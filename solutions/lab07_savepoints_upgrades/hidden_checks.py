@@ -96,3 +96,51 @@ def report(run):
     got = {row["path"]: (row["before"], row["after"], row["growth"]) for row in out.to_dict("records")}
     want = {p: (before[p], after[p], after[p] - before[p]) for p in after}
     assert got == want, f"the report says {got}, expected {want}"
+
+
+LIVE = sl.access_log(90, seed=71)
+LIVE_FIRST = range(40, 61)   # batch 0 reads this many, drawn by the lab on each run
+
+
+def _answer(value, moment: str) -> tuple[int, dict]:
+    if not (isinstance(value, dict) and isinstance(value.get("batch"), int) and isinstance(value.get("counts"), dict)):
+        raise CheckFailed(f"the answer {moment} batch 1 should be a dict with an int batch and a dict of counts")
+    try:
+        return value["batch"], {path: int(n) for path, n in value["counts"].items()}
+    except (TypeError, ValueError):
+        raise CheckFailed(f"the counts {moment} batch 1 should be whole numbers") from None
+
+
+@check("test_live_state_during", "test_live_state_after")
+def live_state(run):
+    topic = run.topic("lab07-live-requests")
+    records = sorted(run.records("lab07-live-requests"), key=lambda r: (r["partition"], r["offset"]))
+    if sorted((r["value"]["ts"], r["value"]["path"]) for r in records) != sorted((r["ts"], r["path"]) for r in LIVE):
+        raise CheckFailed("the topic lab07-live-requests does not hold the lab's 90 requests")
+    ckpt = run.checkpoint("lab07-live")
+    run.require_reached_end(ckpt, "lab07-live-requests")
+    offsets = ckpt.offsets()
+    offsets = offsets[offsets["topic"] == topic]
+    first = offsets[offsets["batch"] == 0]
+    if int(first["offset"].sum()) not in LIVE_FIRST:
+        raise CheckFailed("batch 0 of the live query should read the first 40 to 60 requests: "
+                          "run the cells as they are")
+    answers = {r["value"].get("moment"): r["value"] for r in run.records("lab07-live-answers")
+               if isinstance(r["value"], dict)}
+    if set(answers) != {"during", "after"}:
+        raise CheckFailed("the live query's answers (during and after batch 1) are missing")
+    spark = run.spark()
+
+    def read_up_to(batch: int) -> dict:
+        ends = {int(p): int(o) for p, o in offsets[offsets["batch"] == batch][["partition", "offset"]].values}
+        return dict(Counter(r["value"]["path"] for r in records if r["offset"] < ends.get(r["partition"], 0)))
+
+    batch, counts = _answer(answers["during"], "during")
+    assert batch == 0, f"while batch 1 ran, the last committed batch was 0; the answer says {batch}"
+    assert counts == read_up_to(0) == ckpt.state_dict(spark, batchId=0), \
+        "the state read while batch 1 ran should be batch 0's: the counts of the requests it read"
+    batch, counts = _answer(answers["after"], "after")
+    last = ckpt.last_committed_batch()
+    assert batch == last, f"once caught up, the last committed batch is {last}; the answer says {batch}"
+    assert counts == read_up_to(last) == dict(_counts(LIVE)) == ckpt.state_dict(spark, batchId=last), \
+        "once caught up, the state should count all 90 requests"

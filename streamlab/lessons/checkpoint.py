@@ -84,6 +84,21 @@ class Checkpoint:
                                      "watermark_ms": meta.get("batchWatermarkMs")})
         return pd.DataFrame(rows, columns=["batch", "source", "topic", "partition", "offset", "watermark_ms"])
 
+    def batch_times(self):
+        """One row per planned batch: when it started (``timestamp``, the driver's clock, which is also
+        what ``current_timestamp()`` returns for every row of that batch) and the ``watermark`` it used."""
+        import pandas as pd
+
+        rows = []
+        for batch, lines in self._log("offsets"):
+            meta = json.loads(lines[1]) if len(lines) > 1 else {}
+            rows.append({"batch": batch, "timestamp": meta.get("batchTimestampMs"),
+                         "watermark": meta.get("batchWatermarkMs")})
+        table = pd.DataFrame(rows, columns=["batch", "timestamp", "watermark"])
+        for column in ("timestamp", "watermark"):
+            table[column] = pd.to_datetime(table[column], unit="ms", utc=True)
+        return table
+
     def commits(self):
         """One row per committed batch, with the watermark the next batch will use."""
         import pandas as pd

@@ -178,6 +178,18 @@ def plot_watermark(table, events=None, *, ax=None, dropped=None, title: str | No
     return ax
 
 
+def wait_for_next_window(size_s: float) -> float:
+    """Wait until the machine's clock enters the next tumbling window of ``size_s`` seconds (at most
+    ``size_s`` seconds); returns the seconds waited. A query started after this gets a
+    ``current_timestamp()`` in a later processing-time window than any batch that ran before it."""
+    import time
+
+    now = time.time()
+    wait = size_s - (now % size_s) + 0.01   # just past the boundary
+    time.sleep(wait)
+    return wait
+
+
 def final_result(run):
     """The result table a complete-mode run ended with: the rows of its last batch that output
     anything, without ``batch_id``, window structs flattened (``window_columns``)."""

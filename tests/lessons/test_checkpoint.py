@@ -59,6 +59,20 @@ def test_checkpoint_reads_offsets_and_commits_files(tmp_path):
     assert ckpt.last_committed_batch() == 0
 
 
+def test_batch_times_are_when_each_planned_batch_started(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "offsets").mkdir()
+    for batch, started in ((0, 1_767_258_000_000), (1, 1_767_258_007_500)):
+        (tmp_path / "offsets" / str(batch)).write_text(
+            f'v1\n{{"batchWatermarkMs":{batch * 1000},"batchTimestampMs":{started},"conf":{{}}}}\n{{"t":{{"0":3}}}}\n')
+    times = Checkpoint(tmp_path).batch_times()
+    assert times["batch"].tolist() == [0, 1]
+    assert times["timestamp"].tolist() == [pd.Timestamp("2026-01-01 09:00:00", tz="UTC"),
+                                           pd.Timestamp("2026-01-01 09:00:07.5", tz="UTC")]
+    assert times["watermark"].tolist() == [pd.Timestamp(0, tz="UTC"), pd.Timestamp(1000, unit="ms", tz="UTC")]
+
+
 def test_new_checkpoints_are_fresh():
     a, b = sl.new_checkpoint("x"), sl.new_checkpoint("x")
     assert a.path != b.path and not Path(a.path).exists()

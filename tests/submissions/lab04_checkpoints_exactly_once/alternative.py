@@ -2,7 +2,8 @@
 
 Part A reads the checkpoint's offsets files directly (JSON) instead of ``sl.Checkpoint``; Part B skips a batch
 that is already stored (instead of replacing it) and writes with pandas; Part C is a class whose producer starts
-on the first batch and which finds the last committed batch with its own read_committed consumer.
+on the first batch and which finds the last committed batch with its own read_committed consumer. Part D reads
+``offsets/<batch>`` as JSON and the state with ``spark.read.format("statestore")`` and ``collect()``.
 """
 
 ANSWERS = {
@@ -76,5 +77,15 @@ class OncePerBatch:
 
 def make_transactional_sink():
     return OncePerBatch()
+''',
+    "two_kinds_of_state": '''
+def two_kinds_of_state(checkpoint_path, batch):
+    from pathlib import Path
+    lines = (Path(checkpoint_path) / "offsets" / str(batch)).read_text().splitlines()
+    (positions,) = [json.loads(line) for line in lines[2:]]          # one source: {topic: {partition: offset}}
+    source = {int(p): o for per_topic in positions.values() for p, o in per_topic.items()}
+    rows = (spark.read.format("statestore").option("batchId", batch).load(checkpoint_path)
+            .selectExpr("key.path AS path", "value.count AS n", "partition_id").collect())
+    return dict(source=source, keyed={r.path: r.n for r in rows}, partition_of={r.path: r.partition_id for r in rows})
 ''',
 }

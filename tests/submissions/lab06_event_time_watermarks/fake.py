@@ -6,7 +6,8 @@ checkpoint (a metadata file with a query id, offsets entries with Spark's header
 the input topic in batches of 25, commit files) and produces those rows to the output topic with
 kafka-python, and replaces ``sl.Checkpoint.state_table`` so the pending state looks right. The visible
 tests pass in the notebook; the grader, which simulates the watermark batch by batch and reads the
-checkpoints' state with Spark's state data source in its own process, must give 0 points.
+checkpoints' state with Spark's state data source in its own process, must give 0 points. Part D forges the
+two clocks' replays the same way: event-time windows counted with pandas, processing-time windows at "now".
 """
 
 EXPECTED_SCORE = 0
@@ -116,6 +117,27 @@ class CountWindow:
 
 
 def count_windows(events):
+    return events
+''',
+    "two_clocks": '''
+def _clock_rows(starts):
+    counts = pd.Series(starts).value_counts()
+    return [{"batch_id": 1, "window": {"start": _iso(s), "end": _iso(s + pd.Timedelta(seconds=5))}, "count": int(n)}
+            for s, n in counts.items()]
+
+
+_event_starts = pd.to_datetime([e["event_time"] for e in EVENTS], utc=True).floor("5s")
+for _replay in (1, 2):
+    _FAKES[f"lab06-event-{_replay}"] = _clock_rows(_event_starts)
+    _FAKES[f"lab06-processing-{_replay}"] = _clock_rows([pd.Timestamp.now(tz="UTC").floor("5s")
+                                                         + pd.Timedelta(seconds=5 * _replay)] * len(EVENTS))
+
+
+def by_event_time(events):
+    return events
+
+
+def by_processing_time(events):
     return events
 ''',
 }

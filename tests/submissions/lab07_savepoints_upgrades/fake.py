@@ -9,7 +9,8 @@ Its first answer cell, run before any test cell in the same namespace:
   hand-made, into the lab's output topics with kafka-python, and writes hand-made checkpoints
   named like the lab's (query id, commits, offsets, a `_savepoint.json` lineage, empty state).
 The visible tests may well pass inside the notebook; the grader's checks give 0 points, because
-the state it reads through Spark from the checkpoints is not there.
+the state it reads through Spark from the checkpoints is not there. Part D answers from the seeded generator,
+guessing how many requests batch 0 read (the lab draws it on each run), without reading the running query's state.
 """
 
 EXPECTED_SCORE = 0
@@ -90,5 +91,17 @@ def bootstrap(savepoint, topic):
 def state_report(spark, checkpoint, before, after):
     return types.SimpleNamespace(toPandas=lambda: pd.DataFrame([{"path": p, "before": _b[p], "after": _a[p],
                                                                  "growth": _a[p] - _b[p]} for p in _a]))
+''',
+    "live_state": '''
+import builtins as _b
+
+dict, len, sorted, set, zip, sum = _b.dict, _b.len, _b.sorted, _b.set, _b.zip, _b.sum  # so its answers reach the grader
+_calls = []
+
+
+def live_state(spark, checkpoint):
+    _calls.append(1)
+    requests = sl.access_log(90, seed=71)[:35 if len(_calls) == 1 else 90]   # a guess: batch 0 read 35
+    return {"batch": len(_calls) - 1, "counts": dict(_Counter(r["path"] for r in requests))}
 ''',
 }
