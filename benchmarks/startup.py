@@ -134,7 +134,7 @@ def main() -> int:
                  {"with archives": lambda: graded_submission({}),
                   "no archives": lambda: graded_submission(OFF)}, args.runs)
     if args.all_notebooks:
-        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")):
             seconds, peak = run_notebook(path, {})
             print(f"{path.name:<40} {seconds:6.1f} s   Spark driver peak RSS {peak:6.0f} MiB")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

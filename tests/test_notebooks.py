@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 CELL_TIMEOUT = 300
 
 
@@ -24,6 +24,18 @@ def _client(nb, path: Path) -> NotebookClient:
 
 def test_there_are_notebooks():
     assert [p.name for p in NOTEBOOKS][:2] == ["00_setup.ipynb", "01_stateless_vs_stateful.ipynb"]
+
+
+def test_lessons_sort_in_course_order_and_each_names_the_next():
+    """Module 02 is two lessons, 02 and 02b (state expiry), between 02 and 03 in every file listing; each
+    lesson's last cell points to the one after it."""
+    names = [p.stem for p in NOTEBOOKS]
+    assert names.index("02_keyed_state") + 1 == names.index("02b_state_expiry") == names.index("03_state_backends") - 1
+    for lesson, following in zip(NOTEBOOKS, NOTEBOOKS[1:]):
+        last = nbformat.read(lesson, as_version=4).cells[-1].source
+        number = following.stem.split("_")[0]
+        assert f"**Next:** {number} ·" in last or f"**Next:** [{number} ·" in last, \
+            f"{lesson.name}: its recap should end with **Next:** {number} · ..."
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -45,6 +57,17 @@ def test_notebook_is_a_lesson(path):
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "```mermaid" in text or "plt." in code, "every lesson shows a picture"
+
+
+LONGEST_CELL = 20  # lines: longer cells become define / run / inspect steps, their plumbing goes into streamlab
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_lesson_code_cells_are_short(path):
+    nb = nbformat.read(path, as_version=4)
+    long = {c.id: len(c.source.splitlines()) for c in nb.cells
+            if c.cell_type == "code" and len(c.source.splitlines()) > LONGEST_CELL}
+    assert not long, f"{path.name}: code cells over {LONGEST_CELL} lines (cell id: lines): {long}"
 
 
 GLOSSARY = ROOT / "notebooks" / "glossary.md"

@@ -7,6 +7,8 @@
     sl.m02.state_variable(ckpt, "page_counts")          # one variable as a table (lists/maps flattened)
     sl.m02.timers(ckpt)                                 # the timers each key has registered
     sl.m02.plot_state_rows({"no cleanup": run1, "timers": run2})   # state rows per micro-batch
+    sl.m02.dedup_summary({"built-in": run1, "by hand": run2}, clicks)   # did each id come out once?
+    with sl.m02.running(frame, ckpt, output=out) as query: ...      # a query on the wall clock, stopped after
 
 Flink's keyed state lives in a ``KeyedProcessFunction``; Spark's twin is a ``StatefulProcessor``
 passed to ``df.groupBy(key).transformWithState(...)``. Its state variables are stored in the
@@ -17,12 +19,15 @@ from __future__ import annotations
 
 import json
 import random
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 from ..stack.session import spark as new_session
 from .checkpoint import Checkpoint
 from .events import START, _iso
+from .runs import progress_table
+from .streams import BatchCollector
 
 CLICK_SCHEMA = "event_id STRING, user STRING, page STRING, ts TIMESTAMP"
 READING_SCHEMA = "sensor STRING, value DOUBLE, ts TIMESTAMP, spike BOOLEAN"
@@ -228,3 +233,79 @@ def plot_state_rows(runs: dict[str, Any], ax=None, title: str = "State rows afte
     ax.grid(alpha=0.3)
     ax.legend()
     return ax
+
+
+# ----------------------------------------------------------------------------- comparing runs with their input
+
+def _last_state_rows(run) -> Any:
+    table = progress_table(getattr(run, "progresses", run) or [])
+    return table["state_rows"].iloc[-1] if len(table) and "state_rows" in table else None
+
+
+def dedup_summary(runs: dict[str, Any], sent: list[dict], key: str = "event_id"):
+    """Did each de-duplicating run let every event through exactly once? One row per run:
+
+    ``rows out`` (what the run output), ``each id once`` (True when the output holds every distinct
+    ``key`` of the ``sent`` events, each exactly once) and ``state rows at the end`` (the rows its
+    state store held after the last micro-batch: how much it still remembers). ``runs`` maps a label
+    to a ``Run`` from ``sl.run_to_end``.
+    """
+    import pandas as pd
+
+    distinct = sorted({event[key] for event in sent})
+    rows = {}
+    for label, run in runs.items():
+        out = run.rows
+        ids = sorted(out[key]) if key in out.columns else []
+        rows[label] = {"rows out": len(out), "each id once": ids == distinct,
+                       "state rows at the end": _last_state_rows(run)}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def alerts_vs_spikes(alerts, readings: list[dict]):
+    """How an alerting query did against the spikes ``sensor_readings`` injected: the number of
+    ``alerts``, the micro-batches they came in, the ``spikes injected``, and how many alerts are
+    spikes (an alert matches a spike with the same sensor and value). ``alerts`` is the query's
+    output with ``sensor`` and ``value`` columns (and ``batch_id``, as ``sl.run_to_end`` gives)."""
+    import pandas as pd
+
+    spikes = {(r["sensor"], r["value"]) for r in readings if r["spike"]}
+    alerted = set(zip(alerts["sensor"], alerts["value"])) if len(alerts) else set()
+    batches = alerts["batch_id"].nunique() if "batch_id" in alerts.columns else None
+    return pd.Series({"alerts": len(alerts), "micro-batches with alerts": batches,
+                      "spikes injected": len(spikes), "alerts that are spikes": len(spikes & alerted)})
+
+
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
+@contextmanager
+def running(frame, checkpoint, *, output=None, every: str = "1 second", output_mode: str = "update"):
+    """Run ``frame`` as a query on the wall clock while the ``with`` block lasts, then stop it.
+
+        with sl.m02.running(counts, ckpt, output=out) as query:
+            sl.produce(topic, ...)
+            sl.catch_up(query)          # wait until it has read everything
+        out.frame()                     # everything it output
+
+    The query starts a micro-batch every ``every`` (a processing-time trigger), writes to ``output``
+    (a ``sl.BatchCollector``; a new one if not given) with its checkpoint in ``checkpoint``, and is
+    stopped when the block ends, also on an error. A ``transformWithState`` query with
+    ``timeMode="ProcessingTime"`` (TTL, processing-time timers) needs such a trigger: under
+    ``availableNow`` it can keep running batches without data. Those are turned off while the query
+    starts (``spark.sql.streaming.noDataMicroBatches.enabled=false``) and the setting is put back after.
+    """
+    session = frame.sparkSession
+    before = session.conf.get(NO_DATA_BATCHES, "true")
+    session.conf.set(NO_DATA_BATCHES, "false")
+    sink = output if output is not None else BatchCollector()
+    query = None
+    try:
+        query = (frame.writeStream.outputMode(output_mode).foreachBatch(sink)
+                 .option("checkpointLocation", _checkpoint(checkpoint).path)
+                 .trigger(processingTime=every).start())
+        yield query
+    finally:
+        if query is not None:
+            query.stop()
+        session.conf.set(NO_DATA_BATCHES, before)

@@ -18,10 +18,12 @@ group and commits nothing) the questions module 05 needs:
     sl.m05.produce_with_event_time(topic, events)  # records whose Kafka timestamp is the event's time
     sl.m05.consumer_groups()                # consumer groups Kafka knows (Spark's queries make none)
     sl.m05.data_loss_message(error)         # the lines of a failed query's error that say what was lost
+    sl.m05.wait_for_rows(collector, 30)     # a running query's output has 30 rows: the seconds it took
 """
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -249,3 +251,15 @@ def data_loss_message(error: BaseException) -> str:
             keep.append(line)
             break
     return "\n".join(keep) if keep else (lines[0] if lines else type(error).__name__)
+
+
+def wait_for_rows(collector, n: int = 1, *, timeout_s: float = 60) -> float:
+    """Wait until a running query's output (a ``sl.BatchCollector``) holds at least ``n`` rows, and
+    return the seconds it took: how long the query waited before it ran a batch. Raises
+    ``TimeoutError`` after ``timeout_s`` seconds, saying how many rows had come."""
+    started = time.monotonic()
+    while len(collector.frame()) < n:
+        if time.monotonic() - started > timeout_s:
+            raise TimeoutError(f"{len(collector.frame())} of {n} rows after {timeout_s:g} s")
+        time.sleep(0.1)
+    return time.monotonic() - started

@@ -145,6 +145,23 @@ def dropped_as_late(events, table, *, window_s: float):
     return events[ends <= events["batch"].map(cutoff)]
 
 
+def missing_from_output(events, windows, *, window_s: float, key: str = "sensor", ids: str = "ids"):
+    """The events a windowed count left out: those whose tumbling ``window_s``-second window (and
+    ``key``) *was* output, but whose id is in no output window's ``ids`` list. Spark does not say
+    which rows it dropped as late; comparing what went in with what came out does.
+
+    ``events`` is an ``events_table`` (``id``, ``event_time``, ``key``, ...); ``windows`` the query's
+    output after ``window_columns`` (``window_start``, ``key`` and the ``ids`` it counted, e.g.
+    ``F.collect_list("id")``). Windows never output (still open at the end) are not looked at."""
+    import pandas as pd
+
+    counted = {i for listed in windows[ids] for i in listed}
+    output = set(zip(windows[key], windows["window_start"]))
+    starts = tumbling_window_end(events["event_time"], window_s) - pd.Timedelta(seconds=window_s)
+    in_output = pd.Series([(k, start) in output for k, start in zip(events[key], starts)], index=events.index)
+    return events[in_output & ~events["id"].isin(counted)]
+
+
 def plot_watermark(table, events=None, *, ax=None, dropped=None, title: str | None = None):
     """Picture a watermark per micro-batch: the latest event time seen and the watermark (steps),
     and, if ``events`` (an ``events_table`` with ``batch``) is given, every event at the batch it

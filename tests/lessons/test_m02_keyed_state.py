@@ -94,6 +94,93 @@ def test_state_variable_flattens_a_ttl_value(monkeypatch):
     assert table["ttl_expires_at"].iloc[0] == pd.Timestamp("2026-01-01T09:00:01Z")
 
 
+def test_dedup_summary_says_whether_each_id_came_out_once():
+    sent = [{"event_id": e} for e in ("a", "b", "b", "c")]
+    runs = {"right": sl.Run(pd.DataFrame({"event_id": ["c", "a", "b"]}), None, [_progress(0, 3), _progress(1, 1)]),
+            "twice": sl.Run(pd.DataFrame({"event_id": ["a", "b", "b", "c"]}), None, [_progress(0, 3)]),
+            "lost": sl.Run(pd.DataFrame({"event_id": ["a"]}), None, [])}
+    table = sl.m02.dedup_summary(runs, sent)
+    assert table.index.tolist() == ["right", "twice", "lost"]
+    assert table["rows out"].tolist() == [3, 4, 1]
+    assert table["each id once"].tolist() == [True, False, False]
+    assert table.loc["right", "state rows at the end"] == 1 and table.loc["twice", "state rows at the end"] == 3
+    assert pd.isna(table.loc["lost", "state rows at the end"])
+
+
+def test_alerts_vs_spikes_matches_alerts_to_injected_spikes():
+    readings = sl.m02.sensor_readings(60, seed=3)
+    spikes = [(r["sensor"], r["value"]) for r in readings if r["spike"]]
+    alerts = pd.DataFrame({"sensor": [spikes[0][0], "s9"], "value": [spikes[0][1], 1.0], "batch_id": [0, 2]})
+    summary = sl.m02.alerts_vs_spikes(alerts, readings)
+    assert summary.to_dict() == {"alerts": 2, "micro-batches with alerts": 2, "spikes injected": len(spikes),
+                                 "alerts that are spikes": 1}
+    assert sl.m02.alerts_vs_spikes(alerts.iloc[:0], readings)["alerts that are spikes"] == 0
+
+
+class _FakeConf(dict):
+    def get(self, key, default=None):
+        return super().get(key, default)
+
+    def set(self, key, value):
+        self[key] = value
+
+
+class _FakeQuery:
+    stopped = False
+
+    def stop(self):
+        self.stopped = True
+
+
+class _FakeWriter:
+    """What sl.m02.running calls on frame.writeStream, recorded."""
+
+    def __init__(self, session, query):
+        self.session, self.query, self.calls = session, query, {}
+
+    def outputMode(self, mode):
+        self.calls["outputMode"] = mode
+        return self
+
+    def foreachBatch(self, sink):
+        self.calls["foreachBatch"] = sink
+        return self
+
+    def option(self, key, value):
+        self.calls[key] = value
+        return self
+
+    def trigger(self, **kwargs):
+        self.calls["trigger"] = kwargs
+        return self
+
+    def start(self):
+        self.calls["no-data batches at start"] = self.session.conf.get("spark.sql.streaming.noDataMicroBatches.enabled")
+        return self.query
+
+
+def test_running_starts_on_the_clock_and_always_stops():
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(conf=_FakeConf({"spark.sql.streaming.noDataMicroBatches.enabled": "true"}))
+    query, out = _FakeQuery(), sl.BatchCollector()
+    writer = _FakeWriter(session, query)
+    frame = SimpleNamespace(sparkSession=session, writeStream=writer)
+    with sl.m02.running(frame, sl.Checkpoint("/tmp/some-ckpt"), output=out, every="2 seconds") as started:
+        assert started is query and not query.stopped
+    assert query.stopped
+    assert writer.calls == {"outputMode": "update", "foreachBatch": out, "checkpointLocation": "/tmp/some-ckpt",
+                            "trigger": {"processingTime": "2 seconds"}, "no-data batches at start": "false"}
+    assert session.conf["spark.sql.streaming.noDataMicroBatches.enabled"] == "true"   # put back
+
+    query2 = _FakeQuery()
+    frame2 = SimpleNamespace(sparkSession=session, writeStream=_FakeWriter(session, query2))
+    with pytest.raises(RuntimeError, match="in the block"):
+        with sl.m02.running(frame2, "/tmp/other-ckpt"):
+            raise RuntimeError("in the block")
+    assert query2.stopped and session.conf["spark.sql.streaming.noDataMicroBatches.enabled"] == "true"
+
+
 # ----------------------------------------------------------------------------- a real query
 
 @pytest.mark.notebooks

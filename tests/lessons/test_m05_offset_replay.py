@@ -161,3 +161,22 @@ def test_spark_starts_where_kafka_says_for_a_timestamp(spark, timed_topic):
     at = sl.m05.offsets_at(timed_topic, when)
     assert firsts == {p: o for p, o in at.items() if o < sl.end_offsets(timed_topic)[p]}
     assert len(rows) == sum(1 for e in EVENTS if sl.m05.to_millis(e["ts"]) >= sl.m05.to_millis(when))
+
+
+def test_wait_for_rows_returns_when_the_output_has_enough_rows():
+    import threading
+
+    import pandas as pd
+
+    class Growing:
+        rows = 0
+
+        def frame(self):
+            return pd.DataFrame({"x": range(self.rows)})
+
+    out = Growing()
+    threading.Timer(0.3, lambda: setattr(out, "rows", 3)).start()
+    waited = sl.m05.wait_for_rows(out, 3, timeout_s=10)
+    assert waited >= 0.25, "it returned before the rows came"
+    with pytest.raises(TimeoutError, match="3 of 4 rows"):
+        sl.m05.wait_for_rows(out, 4, timeout_s=0.2)

@@ -84,6 +84,19 @@ def test_dropped_as_late_applies_the_previous_batch_watermark():
     assert sl.m06.dropped_as_late(events, table, window_s=10).empty
 
 
+def test_missing_from_output_finds_events_left_out_of_output_windows():
+    # sensor s1: [0, 10) output with ids 0 and 2 (1 is missing); [10, 20) never output (still open)
+    events = sl.m06.events_table([_event(0, 1), _event(1, 5), _event(2, 9), _event(3, 12),
+                                  _event(4, 3, sensor="s2")], batch_size=5)
+    windows = sl.m06.window_columns(pd.DataFrame({
+        "sensor": ["s1", "s2"], "window": [{"start": _at(0), "end": _at(10)}, {"start": _at(0), "end": _at(10)}],
+        "count": [2, 1], "ids": [[0, 2], [4]]}))
+    lost = sl.m06.missing_from_output(events, windows, window_s=10)
+    assert lost["id"].tolist() == [1]
+    windows.at[1, "ids"] = []                                     # s2's window output, its event not counted
+    assert sl.m06.missing_from_output(events, windows, window_s=10)["id"].tolist() == [1, 4]
+
+
 def test_emissions_lists_each_batch_output_per_mode():
     progresses = [_progress(0, 2, 12, None), _progress(1, 0, None, 7)]
     window = {"start": _at(0), "end": _at(10)}

@@ -29,9 +29,9 @@ from streamlab.stack.cluster import CLUSTER_SETTINGS
 pytestmark = pytest.mark.xdist_group("cluster")
 
 # The smallest set that covers the issue: 01 (required; a groupBy().count() restarted from its checkpoint, state
-# partitions shown) and 02 (transformWithState with value/list/map state and timers on RocksDB, processors defined
-# in the notebook that the executors unpickle, state partitions shown). 06 and 07 use the same operators; the check
-# cell below adds one processor of the course package (07's PathStats) to 02's run.
+# partitions shown) and 02 (transformWithState with value/list/map state on RocksDB, row and pandas forms, processors
+# defined in the notebook that the executors unpickle, state partitions shown). 02b (timers, TTL), 06 and 07 use the
+# same operators; the check cell below adds one processor of the course package (07's PathStats) to 02's run.
 NOTEBOOKS = ["01_stateless_vs_stateful", "02_keyed_state"]
 # The query whose state partitions each notebook shows (a variable of the notebook's kernel).
 STATE_QUERY = {"01_stateless_vs_stateful": "query.id", "02_keyed_state": "pages_run.query_id"}

@@ -5,16 +5,18 @@
 * ``upgrades``: trying a changed query on a copy of a savepoint (``try_change``, ``changes_table``);
 * ``version_tree``: which version started from which savepoint, drawn (``plot_version_tree``);
 * ``path_stats``: a ``transformWithState`` processor that starts from another job's state;
-* ``live``: a running query with one batch held open, to read its state while it runs (``HeldQuery``).
+* ``live_state``: a sink that holds one batch open, to read a running query's state (``HoldBatch``), and a
+  running query with such a sink (``HeldQuery``).
 """
 from . import path_stats
-from .live import HeldQuery
+from .live_state import HeldQuery, HoldBatch
 from .path_stats import PATH_STATS_OUTPUT
 from .savepoints import (
     SavepointError,
     initial_offsets,
     recorded_conf,
     savepoint_info,
+    schema_file_paths,
     starting_offsets,
     take_savepoint,
     write_to_topic,
@@ -24,7 +26,7 @@ from .version_tree import plot_version_tree
 
 __all__ = ["take_savepoint", "savepoint_info", "starting_offsets", "recorded_conf", "initial_offsets",
            "write_to_topic", "SavepointError", "try_change", "changes_table", "plot_version_tree",
-           "PATH_STATS_OUTPUT", "PathStats", "HeldQuery"]
+           "PATH_STATS_OUTPUT", "PathStats", "schema_file_paths", "HoldBatch", "HeldQuery"]
 
 
 def __getattr__(name):  # sl.m07.PathStats is built on first use, so `import streamlab` stays light (no pyspark)

@@ -210,6 +210,19 @@ def _relocate_schema_paths(old_root: str, new_root: str) -> None:
                 entry.write_text(text.replace(old, new))
 
 
+def schema_file_paths(checkpoint) -> list[str]:
+    """The state-schema files a ``transformWithState`` checkpoint points at: the absolute paths its
+    operator metadata (``state/<operator>/_metadata/v2/``, first entry) records. A plain copy of the
+    folder still points at the original's files; ``take_savepoint`` re-points them at the copy."""
+    root = Path(_checkpoint_of(checkpoint).path)
+    entries = sorted(p for p in root.glob("state/*/_metadata/v2/*") if p.is_file() and not p.name.startswith("."))
+    if not entries:
+        return []
+    lines = entries[0].read_text().splitlines()
+    metadata = json.loads(lines[1]) if len(lines) > 1 else {}
+    return [path for info in metadata.get("stateStoreInfo", []) for path in info.get("stateSchemaFilePaths", [])]
+
+
 def _short(value):
     if isinstance(value, str) and value.startswith("org.apache.spark"):
         return value.rsplit(".", 1)[-1]

@@ -88,6 +88,17 @@ def test_offsets_and_conf_read_from_the_checkpoint(data_dir):
     assert conf["providerClass"] == "HDFSBackedStateStoreProvider" and conf["partitions"] == "2"
 
 
+def test_schema_file_paths_read_what_each_copy_points_at(data_dir):
+    original = make_checkpoint(data_dir / "tws", planned=0, committed=0, tws=True)
+    recorded = sl.m07.schema_file_paths(original)
+    assert recorded == [f"file:{original.path}/state/0/_stateSchema/default/0_abc"]
+    plain = original.copy_to("plain")
+    assert sl.m07.schema_file_paths(plain) == recorded, "a plain copy still points at the original's files"
+    savepoint = sl.m07.take_savepoint(original, "sp")
+    assert sl.m07.schema_file_paths(savepoint) == [f"file:{savepoint.path}/state/0/_stateSchema/default/0_abc"]
+    assert sl.m07.schema_file_paths(make_checkpoint(data_dir / "plain-count", planned=0, committed=0)) == []
+
+
 def test_plot_version_tree_draws_one_lane_per_version(data_dir):
     import matplotlib
 
