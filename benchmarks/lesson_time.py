@@ -98,7 +98,11 @@ def main() -> int:
     for path in paths:
         row = {"lesson": path.stem, **counts(path)}
         if not args.no_run:
-            row["run_s"] = round(run_seconds(path), 1)
+            try:
+                row["run_s"] = round(run_seconds(path), 1)
+            except Exception as error:  # a failing lesson is reported, the others still run
+                row["error"] = str(error).strip().splitlines()[-1][:300]
+                print(f"{path.stem}: FAILED: {row['error']}", flush=True)
         row.update(estimate(row))
         rows.append(row)
         print(f"{row['lesson']:<34} {row['words']:>6} {row['code_lines']:>10} {row['code_cells']:>6} "

@@ -70,6 +70,31 @@ def test_lesson_code_cells_are_short(path):
     assert not long, f"{path.name}: code cells over {LONGEST_CELL} lines (cell id: lines): {long}"
 
 
+def _lesson_time():
+    """benchmarks/lesson_time.py, the script that measures the "Time:" of a lesson (not a package: loaded by path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lesson_time", ROOT / "benchmarks" / "lesson_time.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_time_estimate_covers_at_least_the_reading(path):
+    """The "Time:" line is measured (README, "How long a lesson takes"): at least the reading part of the
+    estimate, which needs no run, so a lesson that grows gets its time updated."""
+    import re
+
+    first = nbformat.read(path, as_version=4).cells[0].source
+    stated = re.search(r"\*\*Time:\*\* about (\d+) minutes", first)
+    assert stated, f"{path.name}: the first cell should say **Time:** about N minutes"
+    lesson_time = _lesson_time()
+    reading = lesson_time.estimate(lesson_time.counts(path))["total_min"]
+    assert int(stated.group(1)) >= reading, \
+        f"{path.name}: says {stated.group(1)} min, reading it alone takes {reading:.0f}: run benchmarks/lesson_time.py"
+
+
 GLOSSARY = ROOT / "notebooks" / "glossary.md"
 # the articles' terms a reader of them looks up (issue: a glossary for readers of the articles)
 ARTICLE_TERMS = ("状态", "Keyed State", "Operator State", "状态后端", "检查点", "保存点", "障碍", "对齐", "水印",
