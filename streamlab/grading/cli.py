@@ -6,14 +6,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from .exports import export_table, not_graded, to_csv
 from .grader import DEFAULT_TIMEOUT_S, Grader
 from .labs import GradingError, release_labs, resolve_lab
-from .results import Status
+from .merge import merge
+from .results import Status, write_csv
 from .roster import match, read_roster
+from .runinfo import describe_runs, read_runs
 from .sandbox import Limits
 from .selfcheck import format_report, run_selfcheck
 from .shards import WHOLE, Shard, select
 from .submissions import find_submissions
+from .summary import load_results, write_summary
 
 
 def _roster_for(path: str | None, submissions: list[tuple[str, str]]):
@@ -167,10 +171,6 @@ def _load_roster(path: str | None, results) -> object:
 
 
 def cmd_merge(args) -> int:
-    from .merge import merge
-    from .results import write_csv
-    from .summary import write_summary
-
     dest = Path(args.out)
     try:
         results, runs = merge([Path(p) for p in args.outputs], dest)
@@ -178,8 +178,6 @@ def cmd_merge(args) -> int:
     except GradingError as err:
         print(f"streamlab grade merge: {err}", file=sys.stderr)
         return 2
-    from .runinfo import describe_runs
-
     if roster is not None:
         print(roster.describe(len(results)))
     write_csv(dest / "grades.csv", results, roster=roster)
@@ -195,10 +193,6 @@ def cmd_merge(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .exports import export_table, not_graded, to_csv
-    from .runinfo import read_runs
-    from .summary import load_results
-
     out = Path(args.output)
     try:
         runs = read_runs(out)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .labs import GradingError
 from .results import Result, format_points
-from .runinfo import RUN_FILE, RUNS_FILE, RunRecord, read_runs
+from .runinfo import RUN_FILE, RUNS_FILE, RunRecord, read_runs, write_runs
 
 COMPARED = [  # (what, how it is read from a run) that every shard must share
     ("lab", lambda r: r.lab),
@@ -140,7 +140,6 @@ def _describe(result: Result) -> str:
 def merge(paths: list[Path], dest: Path) -> tuple[list[Result], list[RunRecord]]:
     """Check the outputs and copy them into ``dest`` (results, feedback, logs, runs.json; the caller writes
     grades.csv and the summary); raises MergeRefused, writing nothing, if they do not make a whole."""
-    from .runinfo import write_runs
 
     dest = Path(dest).resolve()
     outputs, refused = [], []
