@@ -98,8 +98,10 @@ def problems(outputs: list[ShardOutput]) -> list[str]:
         for output in outputs:
             groups.setdefault(value_of(output.run), []).append(str(output.path))
         if len(groups) > 1:
+            hint = (" (the folder changed between shards: run every shard again on the same folder; each grades "
+                    "only what it has not graded yet)" if what == "submissions folder" else "")
             found.append(f"graded with a different {what}: "
-                         + "; ".join(f"{value} in {', '.join(paths)}" for value, paths in groups.items()))
+                         + "; ".join(f"{value} in {', '.join(paths)}" for value, paths in groups.items()) + hint)
     counts = {o.run.shard_count for o in outputs}
     if len(counts) == 1:
         count = counts.pop()
