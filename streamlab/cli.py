@@ -22,6 +22,7 @@ import sys
 import time
 
 from .grading import add_grade_command
+from .grading.cli import parse_grade_tool
 from .grading.sandbox import enforced_limits, unavailable_reason
 from .stack import broker, cluster, console, jars, jvm_archives, kafka, make_archives
 from .stack.doctor import report, run_checks
@@ -231,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_grade_tool(argv) or build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (JavaError, jars.FetchError, broker.BrokerError, cluster.ClusterError) as err:

@@ -2,6 +2,9 @@
 
     streamlab release-labs                      solutions/<lab>/ -> labs/<lab>/ (nbgrader generate_assignment)
     streamlab grade LAB SUBMISSIONS [--out DIR] grade a folder of submissions -> grades.csv + feedback + summary
+        [--shard K/N] [--roster FILE]           ... only shard K of N (merge the shards' outputs afterwards)
+    streamlab grade merge OUT... --out DIR      shards' outputs -> one class's grades (or a refusal naming why)
+    streamlab grade export OUT --format F       grades as Canvas, Moodle or a plain CSV import them
     streamlab check LAB_NOTEBOOK                a learner's self-check: each part passed or why not
 
 The modules, in the order they build on each other:
@@ -17,6 +20,12 @@ The modules, in the order they build on each other:
     worker       the child process grading one submission (python -m streamlab.grading.worker)
     grader       Grader: one isolated worker per student, results, feedback, grades.csv
     summary      OUT/summary.html: the class's scores, statuses and pass rate per test cell
+    shards       which shard grades which submission (a hash of its name)
+    runinfo      OUT/run.json: what a run was (lab, shard, versions, settings, machine)
+    progress     progress lines: done / total, rate, time left, and the final line
+    merge        ``streamlab grade merge``: shards' outputs into one, or a refusal naming why
+    roster       the class roster (file,id,name,email,section) against the submissions
+    exports      ``streamlab grade export``: Canvas's, Moodle's and a plain CSV
     selfcheck    ``streamlab check``: a learner runs a lab as the grader will (child: checkrun)
     cli          the argparse commands
 

@@ -1,47 +1,69 @@
-"""The commands: ``streamlab grade``, ``streamlab check`` and ``streamlab release-labs`` (argparse, and printing)."""
+"""The commands: ``streamlab grade`` (and ``grade merge``, ``grade export``), ``streamlab check`` and
+``streamlab release-labs`` (argparse, and printing)."""
 from __future__ import annotations
 
+import argparse
 import sys
-import time
 from pathlib import Path
 
+from .exports import export_table, not_graded, to_csv
 from .grader import DEFAULT_TIMEOUT_S, Grader
 from .labs import GradingError, release_labs, resolve_lab
-from .results import Status
+from .merge import merge
+from .results import Status, write_csv
+from .roster import match, read_roster
+from .runinfo import describe_runs, read_runs
 from .sandbox import Limits
 from .selfcheck import format_report, run_selfcheck
+from .shards import WHOLE, Shard, select
 from .submissions import find_submissions
+from .summary import load_results, write_summary
+
+
+def _roster_for(path: str | None, submissions: list[tuple[str, str]]):
+    """The roster matched to ``submissions`` ((student, file) pairs), printed; None without --roster."""
+    if not path:
+        return None
+    matched = match(read_roster(path), submissions)
+    print(matched.describe(len(submissions)), flush=True)
+    return matched
 
 
 def cmd_grade(args) -> int:
     try:
         lab = resolve_lab(args.lab)
-        submissions = find_submissions(Path(args.submissions), lab)
+        shard = Shard.parse(args.shard) if args.shard else WHOLE
+        folder = find_submissions(Path(args.submissions), lab)
         out = Path(args.out or Path("grades") / lab)
-        if not submissions:
+        if not folder:
             print(f"No submissions found in {args.submissions} (expected <student>.ipynb files or "
                   f"<student>/{lab}/ folders).")
             return 1
+        submissions = select(folder, shard)
+        roster = _roster_for(args.roster, [(s.student, str(s.origin)) for s in folder])
+        if roster is not None and shard != WHOLE:  # this shard's rows; the merge lists who is missing
+            mine = {s.student for s in submissions}
+            roster.found = {k: v for k, v in roster.found.items() if k in mine}
+            roster.unknown = [k for k in roster.unknown if k in mine]
+            roster.missing = []
         limits = None if args.no_sandbox else Limits(memory_mb=args.memory_mb, processes=args.max_processes,
                                                      cpu_seconds=args.cpu_seconds, disk_mb=args.disk_mb)
         grader = Grader(lab, out, timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
-                        force=args.force, jobs=args.jobs, sandbox=limits)
-        print(f"Grading {len(submissions)} submission(s) of {lab} into {grader.out} "
+                        force=args.force, jobs=args.jobs, sandbox=limits, shard=shard, roster=roster)
+        grader.new_record(folder, submissions)
+        which = "" if shard == WHOLE else f" (shard {shard}: {len(submissions)} of the folder's {len(folder)})"
+        print(f"Grading {len(submissions)} submission(s) of {lab}{which} into {grader.out} "
               f"(limits: {args.timeout:g} s per submission"
               + (f", {args.cell_timeout:g} s per cell" if args.cell_timeout else "")
               + (f"; each in a sandbox: {limits.describe()})" if limits else
                  "; WITHOUT the sandbox: every submission runs with your own powers)"), flush=True)
-        started = time.monotonic()
-        grader.prepare()
-        results = grader.run(submissions)
+        if submissions:
+            grader.prepare()
+        results = grader.run(submissions)  # an empty shard still writes its record, for the merge
     except GradingError as err:
         print(f"streamlab grade: {err}", file=sys.stderr)
         return 2
-    counts: dict[Status, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    print(f"Done in {time.monotonic() - started:.0f} s: {summary}.")
+    print(grader.final_line(results))
     print(f"Grades: {grader.out / 'grades.csv'}   Feedback: {grader.feedback_dir}/   "
           f"Class summary: {grader.out / 'summary.html'}")
     failed = [r for r in results if r.status == Status.ERROR]
@@ -82,7 +104,8 @@ def add_grade_command(sub) -> None:
         "grade", help="grade students' lab notebooks with nbgrader -> grades.csv and feedback",
         description="Grade every submission of LAB in SUBMISSIONS, each in its own sandbox, kernel and "
                     "Spark, with time and resource limits; write OUT/grades.csv and OUT/feedback/<student>.html. "
-                    "Submitted files are never modified.")
+                    "Submitted files are never modified. Also: `streamlab grade merge OUT... --out DIR` (shards' "
+                    "outputs into one) and `streamlab grade export OUT --format canvas|moodle|csv` (see their --help).")
     grade.add_argument("lab", metavar="LAB", help="the lab, e.g. lab01_stateless_vs_stateful (or lab01)")
     grade.add_argument("submissions", metavar="SUBMISSIONS",
                        help="a folder of <student>.ipynb files, or nbgrader's <student>/<lab>/ folders")
@@ -110,6 +133,12 @@ def add_grade_command(sub) -> None:
     box.add_argument("--no-sandbox", action="store_true",
                      help="run submissions with your own powers (only for code you trust, or where no "
                           "sandbox can be made); grades.csv and the summary say so")
+    grade.add_argument("--shard", metavar="K/N",
+                       help="grade only shard K of N (1 <= K <= N): a fixed share of the folder, by a hash of each "
+                            "submission's name; run the N shards anywhere, then `streamlab grade merge`")
+    grade.add_argument("--roster", metavar="FILE",
+                       help="CSV with the columns file,id,name,email,section: adds the students' ids to "
+                            "grades.csv and lists who is missing or unknown")
     grade.set_defaults(func=cmd_grade)
 
     check = sub.add_parser(
@@ -131,3 +160,108 @@ def add_grade_command(sub) -> None:
     release.add_argument("labs", nargs="*", metavar="LAB", help="labs to release (default: all)")
     release.add_argument("--out", help="release into this folder instead of labs/")
     release.set_defaults(func=cmd_release_labs)
+
+
+# ----------------------------------------------------------------------------- grade merge, grade export
+
+def _load_roster(path: str | None, results) -> object:
+    if not path:
+        return None
+    return match(read_roster(path), [(r.student, r.file) for r in results])
+
+
+def cmd_merge(args) -> int:
+    dest = Path(args.out)
+    try:
+        results, runs = merge([Path(p) for p in args.outputs], dest)
+        roster = _load_roster(args.roster, results)
+    except GradingError as err:
+        print(f"streamlab grade merge: {err}", file=sys.stderr)
+        return 2
+    if roster is not None:
+        print(roster.describe(len(results)))
+    write_csv(dest / "grades.csv", results, roster=roster)
+    write_summary(dest, runs[0].lab, [r.student for r in results], runs=runs, roster=roster)
+    errors = [r.student for r in results if r.status == Status.ERROR]
+    print(f"Merged {len(results)} student(s) of {runs[0].lab} from {describe_runs(runs)}.")
+    print(f"Grades: {dest / 'grades.csv'}   Feedback: {dest / 'feedback'}/   Class summary: {dest / 'summary.html'}")
+    if errors:
+        print(f"{len(errors)} grader error(s): {', '.join(errors)}; run their shards again (only they are graded "
+              f"again) and merge again", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_export(args) -> int:
+    out = Path(args.output)
+    try:
+        runs = read_runs(out)
+        students = sorted({s for run in runs for s in run.students}) if runs else None
+        results, unreadable = load_results(out / "results", students)
+        if not results and not unreadable:
+            raise GradingError(f"{out} has no results: give the folder `streamlab grade` or `grade merge` wrote")
+        if unreadable:
+            raise GradingError(f"{out}/results: cannot read {', '.join(unreadable)}")
+        roster = _load_roster(args.roster, results)
+        lab = runs[0].lab if runs else out.name
+        max_score = max(r.max_score for r in results)
+        table = export_table(args.format, results, roster, args.assignment or lab, max_score)
+    except (GradingError, ValueError, TypeError, OSError) as err:
+        print(f"streamlab grade export: {err}", file=sys.stderr)
+        return 2
+    target = Path(args.out)
+    target.write_text(to_csv(table), encoding="utf-8", newline="")
+    print(f"Wrote {target}: {len(table) - (2 if args.format == 'canvas' else 1)} row(s) in {args.format}'s layout.")
+    if roster is not None:
+        print(roster.describe(len(results)))
+    if args.format == "canvas":
+        for r in not_graded(results):
+            print(f"  {r.student}: {r.status_text}{' - ' + r.detail if r.detail else ''}")
+    if roster is not None and roster.unknown and args.format != "csv":
+        print(f"{len(roster.unknown)} graded submission(s) are not in the roster and are NOT in {target}: "
+              f"{', '.join(roster.unknown)}. Add them to the roster and export again.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def merge_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamlab grade merge",
+        description="Merge the outputs of `streamlab grade --shard K/N` runs (copied from the machines that ran "
+                    "them) into one grades.csv, feedback folder and summary.html. Refuses, naming them, outputs "
+                    "graded with a different lab, solution, grader or settings, a missing or unfinished shard, "
+                    "and a student graded twice with different results.")
+    parser.add_argument("outputs", nargs="+", metavar="OUT", help="the shards' output folders")
+    parser.add_argument("--out", required=True, metavar="DIR", help="where the merged grades go (a new folder, "
+                        "or an earlier merge's, which is replaced)")
+    parser.add_argument("--roster", metavar="FILE", help="CSV with the columns file,id,name,email,section")
+    parser.set_defaults(func=cmd_merge)
+    return parser
+
+
+def export_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamlab grade export",
+        description="Write a grading output's scores (the lab's points) as a file your learning platform "
+                    "imports: canvas (the gradebook CSV), moodle (grade import CSV, by ID number or e-mail) or csv.")
+    parser.add_argument("output", metavar="OUT", help="what `streamlab grade` or `streamlab grade merge` wrote")
+    parser.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
+    parser.add_argument("--roster", metavar="FILE",
+                        help="CSV with the columns file,id,name,email,section (needed for canvas and moodle)")
+    parser.add_argument("--out", required=True, metavar="FILE.csv", help="the file to write")
+    parser.add_argument("--assignment", metavar="NAME",
+                        help="the column's name: the assignment in Canvas, the grade item in Moodle (default: the "
+                             "lab); in Canvas, 'Lab 1 (1234)' names an existing assignment, a new name makes one")
+    parser.set_defaults(func=cmd_export)
+    return parser
+
+
+GRADE_TOOLS = {"merge": merge_parser, "export": export_parser}
+
+
+def parse_grade_tool(argv: list[str]):
+    """``streamlab grade merge ...`` and ``streamlab grade export ...`` parsed, or None for anything else
+    (``grade`` itself takes a lab and a folder, and no lab is called merge or export)."""
+    if len(argv) >= 2 and argv[0] == "grade" and argv[1] in GRADE_TOOLS:
+        return GRADE_TOOLS[argv[1]]().parse_args(argv[2:])
+    return None

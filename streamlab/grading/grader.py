@@ -13,10 +13,10 @@ the submission started are killed.
     OUT/results/<student>.json      the full Result: a submission already graded is skipped next time
     OUT/logs/<student>.log          what the worker logged while grading the student
     OUT/logs/worker<N>.log          the warm workers' own output (and the kernels')
+    OUT/run.json                    what this run was: lab, shard, versions, settings, machine (``runinfo``)
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import queue
 import secrets
@@ -31,13 +31,15 @@ from datetime import datetime
 from pathlib import Path
 
 from ..stack.kafka import bootstrap_servers
-from ..stack.paths import project_root
 from .feedback import status_page
 from .hidden import checks_file, file_sha256
 from .isolation import delete_topics, kill_tagged, submission_environment
 from .labs import GradingError, generate_from_solutions, solutions_dir
+from .progress import Progress
 from .results import Result, Status, WorkerReport, format_points, write_csv
+from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
 from .sandbox import Limits, remove_control_groups, unavailable_reason, unmount
+from .shards import WHOLE, Shard, shard_key
 from .submissions import Submission, check_notebook
 from .summary import write_summary
 from .tenancy import sandbox_servers
@@ -50,8 +52,14 @@ DEFAULT_LIMITS = Limits()
 class Grader:
     def __init__(self, lab: str, out: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  cell_timeout_s: float | None = None, force: bool = False, jobs: int = 1,
-                 run_tag: str | None = None, stream=None, sandbox: Limits | None = DEFAULT_LIMITS):
+                 run_tag: str | None = None, stream=None, sandbox: Limits | None = DEFAULT_LIMITS,
+                 shard: Shard = WHOLE, roster=None):
         self.lab = lab
+        self.shard = shard
+        self.roster = roster  # roster.Matched: its columns in grades.csv, its gaps on the summary page
+        self.record: RunRecord | None = None
+        self.progress: Progress | None = None
+        self._fresh_seconds: list[float] = []   # how long each submission graded in this run took
         self.sandbox = sandbox  # None: --no-sandbox (each submission runs with the grader's own powers)
         self.out = Path(out).resolve()
         self.timeout_s = timeout_s
@@ -89,13 +97,7 @@ class Grader:
                                    f"do that only for code you trust")
         for folder in (self.results_dir, self.feedback_dir, self.logs_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256()
-        for path in sorted((solutions_dir() / self.lab).rglob("*")):
-            if path.is_file() and not {".ipynb_checkpoints", "__pycache__"} & set(path.parts):
-                digest.update(str(path.relative_to(solutions_dir())).encode())
-                digest.update(path.read_bytes())
-        digest.update((project_root() / "nbgrader_config.py").read_bytes())
-        self.solution_sha256 = digest.hexdigest()
+        self.solution_sha256, _ = lab_fingerprint(self.lab)
         # The lab's hidden checks run in each worker; its hash makes a rewritten file refuse to run.
         self.checks = checks_file(solutions_dir(), self.lab)
         self.checks_sha256 = file_sha256(self.checks) if self.checks else None
@@ -254,11 +256,27 @@ class Grader:
         return target
 
     # -- all students
+    def new_record(self, folder: list[Submission], submissions: list[Submission]) -> RunRecord:
+        """The run record (OUT/run.json) of grading ``submissions``, this run's shard of ``folder``."""
+        solution, checks = lab_fingerprint(self.lab)
+        settings = grading_settings(sandbox=asdict(self.sandbox) if self.sandbox is not None else None,
+                                    timeout_s=self.timeout_s, cell_timeout_s=self.cell_timeout_s)
+        self.record = RunRecord(lab=self.lab, shard=str(self.shard),
+                                students={s.student: shard_key(s) for s in submissions},
+                                folder_total=len(folder), folder_sha256=folder_digest([shard_key(s) for s in folder]),
+                                solution_sha256=solution, checks_sha256=checks, grader=grader_version(),
+                                settings=settings)
+        return self.record
+
     def run(self, submissions: list[Submission]) -> list[Result]:
         total = len(submissions)
         results: dict[str, Result] = {}
         lock = threading.Lock()
         counter = iter(range(1, total + 1))
+        self.out.mkdir(parents=True, exist_ok=True)
+        record = self.record or self.new_record(submissions, submissions)
+        record.write(self.out)  # not finished yet: a merge refuses this output until the run ends
+        self.progress = Progress(total, "progress" if self.shard == WHOLE else f"shard {self.shard}")
 
         def one(submission: Submission) -> None:
             result, skipped = self.grade_one(submission)
@@ -266,10 +284,16 @@ class Grader:
                 results[submission.student] = result
                 number = next(counter)
                 write_csv(self.out / "grades.csv", list(results.values()))
+                record.graded += 0 if skipped else 1
+                record.skipped += 1 if skipped else 0
+                if not skipped:
+                    self._fresh_seconds.append(result.seconds)
+                progress = self.progress.step(skipped)
             state = "skipped (already graded; --force grades again)" if skipped else f"{result.seconds:.0f} s"
             detail = f" - {result.detail}" if result.detail and result.status != Status.GRADED else ""
             self.say(f"[{number}/{total}] {submission.student}: {result.status}, "
-                     f"{format_points(result.score)}/{format_points(result.max_score)} ({state}){detail}")
+                     f"{format_points(result.score)}/{format_points(result.max_score)} ({state}){detail}\n"
+                     f"  {progress}")
 
         pool = ThreadPoolExecutor(max_workers=self.jobs)
         futures = []
@@ -287,6 +311,14 @@ class Grader:
             pool.shutdown(wait=True)
             self._stop_workers()
         ordered = [results[s.student] for s in submissions]
-        write_csv(self.out / "grades.csv", ordered)
-        write_summary(self.out, self.lab, [r.student for r in ordered])  # OUT/summary.html, for the instructor
+        write_csv(self.out / "grades.csv", ordered, roster=self.roster)
+        record.finished_at = now()
+        record.wall_seconds = round(self.progress.clock() - self.progress.started, 1)
+        record.write(self.out)
+        # OUT/summary.html, for the instructor
+        write_summary(self.out, self.lab, [r.student for r in ordered], runs=[record], roster=self.roster)
         return ordered
+
+    def final_line(self, results: list[Result]) -> str:
+        """The run's last line: wall time, time per submission, statuses."""
+        return self.progress.final(self._fresh_seconds, [r.status_text for r in results], self.jobs)

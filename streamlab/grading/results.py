@@ -168,9 +168,15 @@ def format_points(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
-def write_csv(path: Path, results: list[Result]) -> None:
+ROSTER_COLUMNS = ["id", "name", "email", "section"]
+NO_SUBMISSION = "no submission"
+
+
+def write_csv(path: Path, results: list[Result], roster=None) -> None:
     """Write grades.csv (one row per student, sorted by student) atomically, through a temporary file of
-    its own (whatever else lies in the folder)."""
+    its own (whatever else lies in the folder). With ``roster`` (a ``roster.Matched``), each row also gets
+    the student's id, name, e-mail and section, and the roster's students without a submission get a row
+    of their own (status ``no submission``, no score)."""
     import os
     import tempfile
 
@@ -178,10 +184,19 @@ def write_csv(path: Path, results: list[Result]) -> None:
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
-            writer.writerow(CSV_COLUMNS)
+            writer.writerow(CSV_COLUMNS + (ROSTER_COLUMNS if roster is not None else []))
             for r in sorted(results, key=lambda r: r.student):
-                writer.writerow([r.student, format_points(r.score), format_points(r.max_score), r.status_text,
-                                 f"{r.seconds:.1f}", r.detail, r.file])
+                row = [r.student, format_points(r.score), format_points(r.max_score), r.status_text,
+                       f"{r.seconds:.1f}", r.detail, r.file]
+                if roster is not None:
+                    who = roster.found.get(r.student)
+                    row += [who.id, who.name, who.email, who.section] if who else ["", "", "", ""]
+                writer.writerow(row)
+            max_score = max((r.max_score for r in results), default=0.0)
+            for who in (roster.missing if roster is not None else []):
+                writer.writerow(["", "", format_points(max_score), NO_SUBMISSION, "",
+                                 "in the roster; no submission in the folder", who.file,
+                                 who.id, who.name, who.email, who.section])
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

@@ -45,6 +45,8 @@ class ClassSummary:
     cells: list[CellStats] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
     skipped_files: list[str] = field(default_factory=list)   # results/*.json that could not be read
+    runs: list = field(default_factory=list)      # runinfo.RunRecord of each run (shard) that graded them
+    roster: object = None                         # roster.Matched, when a roster was given
 
     @property
     def students(self) -> int:
@@ -169,6 +171,8 @@ def render(summary: ClassSummary) -> str:
     unsandboxed = (f'<p id="no-sandbox"><b>Graded without the sandbox (--no-sandbox):</b> '
                    f"{esc(', '.join(bare))}. Their code ran with the grader's own powers.</p>" if bare else "")
     skipped = (f"<p>Could not read: {esc(', '.join(summary.skipped_files))}</p>" if summary.skipped_files else "")
+    provenance = _provenance(summary.runs)
+    roster = _roster(summary.roster)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(summary.lab)}: class summary</title>
 <style>
@@ -195,17 +199,56 @@ points were withdrawn (see the detail in grades.csv).</p>
 <table id="cells"><tr><th>test cell</th><th>points</th><th>passed</th><th>pass rate</th><th></th>
 <th>tests passed, points withdrawn by the grader's checks</th></tr>{cells}</table>
 {'<h2>Not graded normally</h2><ul>' + others + '</ul>' if others else ''}
-{unsandboxed}{skipped}<p><small>Written {datetime.now().isoformat(timespec="seconds")} from results/ by streamlab grade.
+{roster}{unsandboxed}{skipped}
+{provenance}<p><small>Written {datetime.now().isoformat(timespec="seconds")} from results/ by streamlab grade.
 </small></p>
 </body></html>
 """
 
 
-def write_summary(out: Path, lab: str, students: list[str] | None = None) -> Path:
-    """Write ``out/summary.html`` from ``out/results/*.json`` (only ``students``' if given)."""
+def _provenance(runs: list) -> str:
+    """Where the grades come from: how many shards, on how many machines."""
+    if not runs:
+        return ""
+    esc = html.escape
+    shards = {r.shard for r in runs}
+    machines = sorted({r.machine for r in runs})
+    rows = "".join(f"<tr><td>{esc(r.shard)}</td><td>{esc(r.machine)}</td><td class=n>{len(r.students)}</td>"
+                   f"<td class=n>{r.graded}</td><td class=n>{r.skipped}</td><td>{esc(r.started_at)}</td>"
+                   f"<td class=n>{'' if r.wall_seconds is None else f'{r.wall_seconds:.0f}'}</td></tr>"
+                   for r in sorted(runs, key=lambda r: (r.shard_index, r.started_at)))
+    first = runs[0]
+    return (f'<h2>How it was graded</h2><p id="provenance">In <span id="shards">{len(shards)}</span> '
+            f'shard(s) on <span id="machines">{len(machines)}</span> machine(s) ({esc(", ".join(machines))}); '
+            f"grader {esc(first.grader)}, lab version {esc(first.solution_sha256[:12])}.</p>"
+            f'<table id="runs"><tr><th>shard</th><th>machine</th><th>students</th><th>graded</th>'
+            f"<th>already graded</th><th>started</th><th>wall s</th></tr>{rows}</table>")
+
+
+def _roster(matched) -> str:
+    """Who the roster has without a submission, and which submissions it does not know."""
+    if matched is None:
+        return ""
+    esc = html.escape
+    missing = "".join(f"<li>{esc(s.name or s.file)} ({esc(s.file)}{', ' + esc(s.section) if s.section else ''})"
+                      f"</li>" for s in matched.missing)
+    unknown = "".join(f"<li>{esc(s)}</li>" for s in matched.unknown)
+    return ('<h2>Roster</h2><div id="roster">'
+            f'<p>In the roster, no submission: <span id="missing">{len(matched.missing)}</span></p>'
+            + (f"<ul>{missing}</ul>" if missing else "")
+            + f'<p>Submitted, not in the roster: <span id="unknown">{len(matched.unknown)}</span></p>'
+            + (f"<ul>{unknown}</ul>" if unknown else "") + "</div>")
+
+
+def write_summary(out: Path, lab: str, students: list[str] | None = None, runs: list | None = None,
+                  roster=None) -> Path:
+    """Write ``out/summary.html`` from ``out/results/*.json`` (only ``students``' if given), saying which
+    ``runs`` (shards) made it and what the ``roster`` (a roster.Matched) found."""
     results, unreadable = load_results(Path(out) / "results", students)
     summary = summarise(lab, results)
     summary.skipped_files = unreadable
+    summary.runs = list(runs or [])
+    summary.roster = roster
     path = Path(out) / "summary.html"
     fd, tmp = tempfile.mkstemp(prefix=".summary-", suffix=".html.tmp", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

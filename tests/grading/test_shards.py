@@ -1,0 +1,55 @@
+"""Which shard grades which submission (no kernel): fixed by the submission's name alone."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamlab.grading.labs import GradingError
+from streamlab.grading.shards import WHOLE, Shard, select, shard_key, shard_of
+from streamlab.grading.submissions import Submission
+
+
+def _flat(name: str) -> Submission:
+    return Submission(name, {"lab": Path(f"/subs/{name}.ipynb")}, Path(f"/subs/{name}.ipynb"))
+
+
+def test_parse():
+    assert Shard.parse("2/4") == Shard(2, 4) and str(Shard.parse(" 3 / 8 ")) == "3/8"
+    assert Shard.parse("1/1") == WHOLE
+    for bad in ("", "2", "2/", "a/b", "5/4", "-1/4", "1/0", "2-4"):
+        with pytest.raises(GradingError):
+            Shard.parse(bad)
+    with pytest.raises(GradingError, match="numbered from 1.*JOB_COMPLETION_INDEX"):
+        Shard.parse("0/4")
+
+
+def test_a_students_shard_is_fixed_by_their_file_name():
+    # these values are a promise: changing the hash would move students between machines mid-grading
+    assert (shard_of("ana.ipynb", 4), shard_of("ben.ipynb", 4), shard_of("cem.ipynb", 4)) == (4, 3, 1)
+    assert shard_of("ana.ipynb", 1) == 1
+    assert {shard_of(f"s{i}.ipynb", 5) for i in range(200)} == {1, 2, 3, 4, 5}
+
+
+def test_shards_split_the_folder_exactly_once():
+    folder = [_flat(f"student{i:03d}") for i in range(300)]
+    shards = [select(folder, Shard(k, 7)) for k in range(1, 8)]
+    names = [s.student for shard in shards for s in shard]
+    assert sorted(names) == sorted(s.student for s in folder)   # nobody lost, nobody twice
+    assert all(20 < len(shard) < 70 for shard in shards), [len(s) for s in shards]  # roughly even
+    assert select(folder, WHOLE) == folder
+
+
+def test_students_added_later_move_nobody():
+    before = [_flat(f"student{i:03d}") for i in range(50)]
+    after = before + [_flat(f"late{i:02d}") for i in range(20)]
+    for k in range(1, 5):
+        old = {s.student for s in select(before, Shard(k, 4))}
+        new = {s.student for s in select(after, Shard(k, 4))}
+        assert old <= new and all(n.startswith("late") for n in new - old)
+
+
+def test_nbgrader_layout_shards_by_the_students_folder():
+    nested = Submission("ana", {"lab": Path("/subs/ana/lab01/lab01.ipynb")}, Path("/subs/ana/lab01"))
+    assert shard_key(nested) == "ana"
+    assert shard_key(_flat("ana")) == "ana.ipynb"
