@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -61,6 +62,8 @@ def test_binder_installs_the_package_and_the_jars_and_starts_the_broker():
     for script in (post_build, start):
         assert os.access(script, os.X_OK), f"{script.name} must be executable"
         assert script.read_text().startswith("#!/bin/bash\n")
+        check = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
     post = post_build.read_text()
     assert "pip install --no-deps -e ." in post and "streamlab fetch --connector --kafka --tools" in post
     text = start.read_text()

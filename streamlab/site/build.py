@@ -16,6 +16,7 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+from ..stack import broker
 from ..stack.paths import project_root
 from . import executed, mermaid
 from .executed import build_dir
@@ -193,6 +194,9 @@ def page_links(page: Page, pages: list[Page], repo: str) -> str:
         links.append(f'<a class="lab-link" href="{lab.file}">its lab: {html.escape(lab.title)}</a>')
         links.append(f'<a class="repo-link" href="{repo_url(repo, posixpath.dirname(lab.repo_path) + "/")}">'
                      "the lab in the repository</a>")
+    lesson = next((p for p in pages if p.lab == page.slug), None) if page.kind == "lab" else None
+    if lesson is not None:
+        links.append(f'<a class="lesson-link" href="{lesson.file}">its lesson: {html.escape(lesson.title)}</a>')
     if page.kind in ("lesson", "lab"):
         links.append(f'<a class="binder-link" href="{html.escape(binder_url(repo, page.repo_path))}">'
                      "launch on Binder</a>")
@@ -296,7 +300,12 @@ def build_course(out: Path | None = None, repo: str | None = None, say=print) ->
     """``make site``: the lessons executed once (only those without a current copy in build/executed/),
     then the site in ``out`` (build/site/). ``repo``: the GitHub repository its links point to."""
     root = project_root()
-    copies = executed.ensure_executed(say=say)
+    broker_was_running = broker.status().running
+    try:
+        copies = executed.ensure_executed(say=say)
+    finally:  # a lesson executed here started the course's broker: stop it again
+        if not broker_was_running and broker.status().running:
+            broker.stop(quiet=True)
     pages = course_pages(root, copies)
     out = out or site_dir()
     repo = repository(root, repo or os.environ.get("STREAMLAB_SITE_REPOSITORY"))

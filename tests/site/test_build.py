@@ -148,6 +148,7 @@ def test_a_lesson_page_links_its_notebook_its_lab_and_binder(course):
     assert 'href="https://mybinder.org/v2/gh/someone/course/HEAD?labpath=notebooks%2F01_b.ipynb"' in text
     lab = html_of(out, "lab01_b.html")
     assert "labpath=labs%2Flab01_b%2Flab01_b.ipynb" in lab and "NotImplementedError" in lab
+    assert 'class="lesson-link" href="01_b.html"' in lab
 
 
 def test_outputs_are_shown_tables_figures_and_diagrams(course):

@@ -140,7 +140,8 @@ def _look(url: str) -> dict:
         page.goto(url, timeout=120)
         page.wait_until("document.querySelector('.jp-NotebookPanel-toolbar') && "
                         "document.querySelectorAll('.lm-MenuBar-item').length > 5", timeout=120)
-        time.sleep(2)  # the last plugins (nbgrader's toolbar button) settle
+        # nbgrader's plugins have run once its button is in the notebook's toolbar (both kinds of lab have it)
+        page.wait_until("!!document.querySelector('.validate-button')", timeout=60)
         view = page.evaluate(LOOK)
         where = page.evaluate(MENU_ITEM)
         if where is None:
