@@ -188,3 +188,11 @@ def test_the_search_box_finds(seen):
 def test_a_screenshot_of_a_lesson_is_kept(seen):
     shot = seen["screenshot"]
     assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_every_lesson_and_lab_links_its_notebook_and_binder(seen):
+    for name, view in seen["pages"].items():
+        if re.match(r"(\d\d_|lab\d\d_)", name):
+            notebook = name.replace(".html", ".ipynb")
+            assert any(u.startswith("https://mybinder.org/v2/gh/") and notebook in u for u in view["links"]), name
+            assert any(u.startswith("https://github.com/") and u.endswith(notebook) for u in view["links"]), name
