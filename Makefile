@@ -1,5 +1,7 @@
-# The course's two commands:   make lab    (set up, start Kafka, open JupyterLab)
-#                              make test   (run the whole test suite)
+# The course's two commands:   make lab    (set up, start Kafka, open JupyterLab for a learner)
+#                              make test   (run the whole test suite, build the site and check it in a browser)
+# For instructors:             make lab-instructor  (JupyterLab with nbgrader's formgrader and Create Assignment)
+# The course as a website:     make site   (build/site/: the executed lessons, the labs, the glossary)
 # For contributors:            make check  (the fast tier: everything but executing notebooks, grading labs and the Spark cluster)
 # Everything lives in this folder: .venv/ (Python packages), .cache/ (jars), .streamlab/ (broker, checkpoints).
 
@@ -8,34 +10,50 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help lab test check setup labs kafka-stop clean
+.PHONY: help lab lab-instructor test check site setup labs kafka-stop clean
 
 help:
-	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course"
+	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course (a learner's:"
+	@echo "            nbgrader's Validate button, not the instructor's tools)"
+	@echo "make lab-instructor   the same, with nbgrader's formgrader, course list and Create Assignment"
 	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs): the fast tier"
-	@echo "            first, stopping at its first failure, then the heavy tiers ($(HEAVY))"
+	@echo "            first, stopping at its first failure, then the heavy tiers ($(HEAVY)), then"
+	@echo "            builds the site and checks it and the learner's JupyterLab in headless Chromium ($(LATE))"
+	@echo "make site   the course as a static website in build/site/ (lessons executed once: the notebook"
+	@echo "            tests keep theirs in build/executed/; only missing ones are executed here)"
 	@echo "make check  the fast tier (under a minute, in parallel): every test except executing notebooks, grading"
 	@echo "            whole labs, the Spark cluster and the broker crash test; includes ruff"
-	@echo "            (-m 'not ($(HEAVY))')"
+	@echo "            (-m 'not ($(HEAVY) or $(LATE))')"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/"
 	@echo "make kafka-stop   stop the course's Kafka broker"
 
 lab: setup
 	$(BIN)/streamlab lab
 
+lab-instructor: setup
+	$(BIN)/streamlab lab --instructor
+
 # The heavy tiers: executing notebooks, grading whole labs, the Spark cluster, the broker crash test.
 HEAVY := notebooks or labs or cluster or slow
+# The late tier: what the others built, looked at in headless Chromium (the site, the learner's JupyterLab).
+LATE := browser
 
 # Tests run in parallel (pytest-xdist, one worker per core): tests/conftest.py starts Kafka once and
 # hands whole groups (a lab's grading run, a notebook, the Spark cluster) to one worker each, heaviest first.
 # `make test` runs the fast tier first and stops at its first failure (a broken import or a lint error
-# costs a minute, not forty), then the heavy tiers.
+# costs a minute, not forty), then the heavy tiers; the notebook tests keep the lessons they executed in
+# build/executed/, the site is built from them (nothing is executed twice) and checked in a browser.
 test: setup
-	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY))"
+	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY) or $(LATE))"
 	$(BIN)/python -m pytest -n auto -m "$(HEAVY)"
+	$(BIN)/streamlab site
+	$(BIN)/python -m pytest -q -m "$(LATE)"
 
 check: setup
-	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY))" -q
+	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY) or $(LATE))" -q
+
+site: setup
+	$(BIN)/streamlab site
 
 # After the first set-up: the JVMs' start-up archives, made again if the JDK or the jars changed
 # (a look at file dates when nothing changed; `streamlab doctor` shows their state).
@@ -59,4 +77,4 @@ kafka-stop:
 
 clean:
 	-$(BIN)/streamlab kafka stop
-	rm -rf $(VENV) .cache .streamlab
+	rm -rf $(VENV) .cache .streamlab build

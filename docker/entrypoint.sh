@@ -29,6 +29,12 @@ case "${role}" in
                 export SPARK_LOCAL_IP="${container_ip}"
             fi
         fi
+        # A learner's JupyterLab, as `make lab` opens it: nbgrader's Validate button, not the instructor's
+        # tools (streamlab/stack/jupyter.py). STREAMLAB_INSTRUCTOR=1 keeps the formgrader and Create Assignment.
+        if [ -z "${STREAMLAB_INSTRUCTOR:-}" ]; then
+            learner_config="$(python -c 'from streamlab.stack import jupyter; print(jupyter.LEARNER_CONFIG)')"
+            export JUPYTER_CONFIG_PATH="${learner_config}${JUPYTER_CONFIG_PATH:+:${JUPYTER_CONFIG_PATH}}"
+        fi
         # Jupyter refuses to run as root unless told to (STREAMLAB_UID=0).
         if [ "$(id -u)" = "0" ]; then
             set -- --allow-root "$@"

@@ -8,10 +8,12 @@
     streamlab kafka console producer|consumer|topics|groups ...   Kafka's own command-line tools
     streamlab cluster start|stop|status   a native Spark standalone cluster (then SPARK_MASTER=spark://...)
     streamlab doctor                check Java, pyspark, the connector, start-up archives, the broker, ports, memory
-    streamlab lab                   start the broker and open JupyterLab on the course
+    streamlab lab [--instructor]    start the broker and open JupyterLab on the course (--instructor: with
+                                    nbgrader's formgrader, course list and Create Assignment)
     streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback + summary)
     streamlab check LAB_NOTEBOOK    a learner's self-check: run a lab as the grader will, part by part
     streamlab release-labs          regenerate the student labs in labs/ from solutions/
+    streamlab site                  the course as a static website in build/site/ (lessons executed once)
 """
 from __future__ import annotations
 
@@ -20,11 +22,14 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from .grading import add_grade_command
 from .grading.cli import parse_grade_tool
 from .grading.sandbox import enforced_limits, unavailable_reason
-from .stack import broker, cluster, console, jars, jvm_archives, kafka, make_archives
+from .site import build as site_build
+from .site.mermaid import MermaidError
+from .stack import broker, cluster, console, jars, jupyter, jvm_archives, kafka, make_archives
 from .stack.doctor import report, run_checks
 from .stack.java import JavaError
 from .stack.paths import project_root
@@ -162,14 +167,20 @@ def cmd_lab(args) -> int:
     else:
         state = broker.start()
         print(f"Kafka is ready at {state.bootstrap_servers}. Stop it later with `streamlab kafka stop`.")
-    root = project_root()
-    command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
-               "--LabApp.default_url=/lab/tree/notebooks/00_setup.ipynb"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        command.append("--allow-root")  # e.g. a container or WSL shell running as root
-    command += args.jupyter_args
+    command = jupyter.lab_command(project_root(), args.jupyter_args)
+    if args.instructor:
+        print("Opening JupyterLab for an instructor: nbgrader's formgrader, course list and Create Assignment too")
     print("Opening JupyterLab on the course: start with notebooks/00_setup.ipynb")
-    os.execv(sys.executable, command)
+    os.execve(sys.executable, command, jupyter.lab_environment(instructor=args.instructor))
+
+
+def cmd_site(args) -> int:
+    started = time.monotonic()
+    out = site_build.build_course(args.out, args.repository)
+    pages = len(list(out.glob("*.html")))
+    print(f"The site: {pages} pages in {out} ({time.monotonic() - started:.0f} s). Read it with no server "
+          f"(open {out / 'index.html'}) or serve it: cd {out} && python -m http.server")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,8 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(func=cmd_doctor)
 
     lab = sub.add_parser("lab", help="start the broker and open JupyterLab on the course")
+    lab.add_argument("--instructor", action="store_true",
+                     help="with nbgrader's instructor tools (formgrader, course list, Create Assignment)")
     lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed on to `jupyter lab`")
     lab.set_defaults(func=cmd_lab)
+
+    site = sub.add_parser("site", help="build the course's website (executed lessons, labs, glossary) in build/site/")
+    site.add_argument("--out", type=Path, default=None, help="where to write it (default build/site/)")
+    site.add_argument("--repository", default=None, metavar="OWNER/NAME",
+                      help="the GitHub repository the pages link to (default: pyproject.toml's Repository)")
+    site.set_defaults(func=cmd_site)
 
     add_grade_command(sub)
     return parser
@@ -236,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_grade_tool(argv) or build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (JavaError, jars.FetchError, broker.BrokerError, cluster.ClusterError) as err:
+    except (JavaError, jars.FetchError, broker.BrokerError, cluster.ClusterError, MermaidError) as err:
         print(f"streamlab: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -172,9 +172,11 @@ def test_the_layers_the_course_relies_on():
     assert "streamlab.stack.doctor" not in graph["streamlab.stack.broker"] | graph["streamlab.stack.jars"], \
         "Java checks live in streamlab.stack.java, below everything"
     assert graph["streamlab.stack.java"] == set() and graph["streamlab.stack.paths"] == set()
+    site = {target for module, targets in graph.items() if room_of(module) == "site" for target in targets}
+    assert {room_of(target) for target in site} <= {"site", "stack"}, "the site builder needs no lesson or grader"
 
 
-ROOMS = ("stack", "lessons", "grading")  # lowest first: a room imports only itself and the rooms below
+ROOMS = ("stack", "lessons", "grading", "site")  # lowest first: a room imports only itself and the rooms below
 
 
 def room_of(module: str) -> str | None:

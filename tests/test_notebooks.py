@@ -1,7 +1,8 @@
 """Every lesson notebook runs top to bottom on a fresh kernel against the real broker.
 
-Notebooks are stored without outputs; here they are executed (not saved back). Any error in any
-cell fails the test, and so does a cell that runs longer than CELL_TIMEOUT seconds.
+Notebooks are stored without outputs; here they are executed (not saved back): a lesson that passes
+is kept, with its outputs, in build/executed/ (streamlab.site.executed), where the site is built from.
+Any error in any cell fails the test, and so does a cell that runs longer than CELL_TIMEOUT seconds.
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from streamlab.site import executed
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
-CELL_TIMEOUT = 300
+NOTEBOOKS = executed.lessons(ROOT)
+CELL_TIMEOUT = executed.CELL_TIMEOUT
 
 
 def _client(nb, path: Path) -> NotebookClient:
@@ -124,9 +127,8 @@ def test_the_glossary_covers_the_articles_terms_and_its_links_resolve():
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, kafka_bootstrap, record_property):
-    nb = nbformat.read(path, as_version=4)
     started = time.monotonic()
-    _client(nb, path).execute()
+    nb = executed.run_lesson(path)
     seconds = time.monotonic() - started
     record_property("seconds", round(seconds, 1))
     print(f"{path.name}: {seconds:.1f}s")
@@ -134,6 +136,7 @@ def test_notebook_runs(path, kafka_bootstrap, record_property):
     assert not [o for o in outputs if o.output_type == "error"]
     noise = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
     assert not noise, f"JVM or library noise in the lesson's cells: {noise}"
+    executed.save(nb, path)  # the site is built from this copy: the lesson is not executed again
 
 
 @pytest.mark.notebooks

@@ -1,0 +1,125 @@
+"""Which pages the course's site has, in course order, and what each is made from.
+
+    index.html                 the README's overview (up to "The `streamlab` package")
+    00_setup.html              lesson 00, then for each module: the lesson (executed), then its lab
+    01_<name>.html             (the student version from labs/, never solutions/)
+    lab01_<name>.html
+    ...
+    glossary.html              notebooks/glossary.md
+    instructors.html           the instructors' guide: INSTRUCTORS.md if there is one, else the README's
+                               "Grading labs (instructors)" section
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+OVERVIEW_ENDS = "\n## The `streamlab` package"  # the landing page is the README above this heading
+GUIDE_FILES = ("INSTRUCTORS.md", "docs/instructors.md")
+GUIDE_SECTION = "\n## Grading labs (instructors)"
+
+
+@dataclass(frozen=True)
+class Page:
+    slug: str  # the page's file name without .html
+    title: str
+    kind: str  # home, lesson, lab, glossary, guide
+    repo_path: str  # the file of the repository it shows ("notebooks/01_x.ipynb"), for links to it
+    source: Path | None = None  # a notebook to convert (an executed lesson, a student lab)
+    markdown: str | None = None  # or markdown text (README parts, the glossary)
+    lab: str | None = None  # a lesson's lab (its slug), when it has one
+
+    @property
+    def file(self) -> str:
+        return f"{self.slug}.html"
+
+
+def readme_section(readme: str, start: str | None, end: str | None) -> str:
+    """The README's text from the heading ``start`` (None: the top) to the next heading of its level (or ``end``)."""
+    text = readme
+    if start is not None:
+        if start not in text:
+            raise ValueError(f"the README has no heading {start.strip()!r}")
+        text = text[text.index(start) + 1:]
+        level = start.strip().split(" ", 1)[0]
+        nxt = re.search(rf"\n{level} ", text)
+        text = text[: nxt.start()] if nxt else text
+    if end is not None and end in text:
+        text = text[: text.index(end)]
+    return text.strip() + "\n"
+
+
+def first_heading(text: str, fallback: str) -> str:
+    match = re.search(r"^#\s+(.+)$", text, re.M)
+    return match.group(1).strip() if match else fallback
+
+
+def notebook_title(path: Path) -> str:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    return first_heading(markdown, path.stem)
+
+
+def course_pages(root: Path, executed: list[Path]) -> list[Page]:
+    """Every page of the site, in course order. ``executed``: the executed lessons (their names are
+    the lessons' names)."""
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    pages = [Page("index", first_heading(readme, "The course"), "home", "README.md",
+                  markdown=readme_section(readme, None, OVERVIEW_ENDS))]
+    labs = {p.name[3:5]: p for p in sorted((root / "labs").glob("lab[0-9][0-9]_*")) if p.is_dir()}
+    for index, copy in enumerate(executed):
+        number = copy.name[:2]                     # 02 and 02b are one module, with one lab after both
+        lab_dir = labs.get(number)
+        lab_slug = lab_dir.name if lab_dir else None
+        pages.append(Page(copy.stem, notebook_title(copy), "lesson", f"notebooks/{copy.name}", source=copy,
+                          lab=lab_slug))
+        last_of_module = index + 1 == len(executed) or executed[index + 1].name[:2] != number
+        if lab_dir and last_of_module:
+            notebook = lab_dir / f"{lab_dir.name}.ipynb"
+            pages.append(Page(lab_dir.name, notebook_title(notebook), "lab",
+                              f"labs/{lab_dir.name}/{notebook.name}", source=notebook))
+    glossary = root / "notebooks" / "glossary.md"
+    if glossary.exists():
+        text = glossary.read_text(encoding="utf-8")
+        pages.append(Page("glossary", first_heading(text, "Glossary"), "glossary", "notebooks/glossary.md",
+                          markdown=text))
+    guide = next((root / name for name in GUIDE_FILES if (root / name).exists()), None)
+    if guide is not None:
+        text = guide.read_text(encoding="utf-8")
+        pages.append(Page("instructors", first_heading(text, "For instructors"), "guide",
+                          guide.relative_to(root).as_posix(), markdown=text))
+    elif GUIDE_SECTION in readme:
+        text = readme_section(readme, GUIDE_SECTION, None)
+        pages.append(Page("instructors", first_heading(text.replace("## ", "# ", 1), "For instructors"), "guide",
+                          "README.md", markdown=text.replace("## ", "# ", 1)))
+    return pages
+
+
+def repository(root: Path, override: str | None = None) -> str:
+    """The course's GitHub repository as ``owner/name``: ``override`` (the Pages workflow passes the
+    repository it runs in), else pyproject.toml's ``[project.urls] Repository``."""
+    if override:
+        return override.strip().strip("/")
+    urls = tomllib.loads((root / "pyproject.toml").read_text())["project"].get("urls", {})
+    url = urls.get("Repository", "")
+    match = re.match(r"https://github\.com/([^/]+/[^/]+?)/?$", url)
+    if not match:
+        raise ValueError("pyproject.toml's [project.urls] Repository is not a https://github.com/OWNER/NAME address")
+    return match.group(1)
+
+
+def repo_url(repo: str, path: str, ref: str = "HEAD") -> str:
+    """The file (or folder, ending in /) ``path`` of the repository on GitHub."""
+    kind = "tree" if path.endswith("/") or not path else "blob"
+    return f"https://github.com/{repo}/{kind}/{ref}/{path.rstrip('/')}"
+
+
+def binder_url(repo: str, path: str, ref: str = "HEAD") -> str:
+    """Opens ``path`` of the repository in JupyterLab on Binder (built from binder/)."""
+    from urllib.parse import quote
+
+    return f"https://mybinder.org/v2/gh/{repo}/{ref}?labpath={quote(path, safe='')}"

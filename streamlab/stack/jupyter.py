@@ -1,0 +1,42 @@
+"""How the course opens JupyterLab: for a learner (``streamlab lab``, ``make lab``) or an instructor
+(``streamlab lab --instructor``, ``make lab-instructor``).
+
+A learner's JupyterLab keeps nbgrader's *Validate* button and its assignment list, and leaves out the
+instructor's tools: the formgrader, the course list and the "Create Assignment" panel. That is a
+Jupyter configuration folder of the course's own (``streamlab/conf/jupyter-learner/``: nbgrader's
+instructor plugins disabled in ``labconfig/page_config.json``, their server extensions in
+``jupyter_server_config.json``), added in front of ``JUPYTER_CONFIG_PATH`` for this JupyterLab only:
+your own Jupyter configuration (``~/.jupyter``) is neither read differently nor changed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .paths import PACKAGE_DIR
+
+LEARNER_CONFIG = PACKAGE_DIR / "conf" / "jupyter-learner"
+# nbgrader's JupyterLab plugins a learner does not get (labconfig/page_config.json disables them)
+INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",
+                      "@jupyter/nbgrader:create-assignment")
+START_PAGE = "/lab/tree/notebooks/00_setup.ipynb"
+
+
+def lab_environment(instructor: bool = False, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment JupyterLab runs with: ``env`` (default: this process's), plus, for a learner,
+    the course's learner configuration first on ``JUPYTER_CONFIG_PATH``."""
+    env = dict(os.environ if env is None else env)
+    if not instructor:
+        rest = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p and p != str(LEARNER_CONFIG)]
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(LEARNER_CONFIG), *rest])
+    return env
+
+
+def lab_command(root: Path, extra_args: list[str] | None = None) -> list[str]:
+    """``jupyter lab`` on the course folder ``root``, opening on lesson 00."""
+    command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
+               f"--LabApp.default_url={START_PAGE}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # e.g. a container or WSL shell running as root
+    return command + list(extra_args or [])
