@@ -238,11 +238,17 @@ def build_course(out: Path | None = None, repo: str | None = None, say=print) ->
     """``make site``: the lessons executed once (only those without a current copy in build/executed/),
     then the site in ``out`` (build/site/). ``repo``: the GitHub repository its links point to."""
     root = project_root()
-    broker_was_running = broker.status().running
+    to_run = [source for source in executed.lessons(root) if not executed.is_current(source)]
+    # lessons run against a running Kafka, as after `make lab` (lesson 00 checks it): the course's
+    # broker, started here if no other Kafka is named, and stopped again afterwards
+    own_broker = bool(to_run) and not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and not broker.status().running
+    if own_broker:
+        say(f"starting the course's Kafka broker for {len(to_run)} lesson(s) ...")
+        broker.start(quiet=True)
     try:
         copies = executed.ensure_executed(say=say)
-    finally:  # a lesson executed here started the course's broker: stop it again
-        if not broker_was_running and broker.status().running:
+    finally:
+        if own_broker:
             broker.stop(quiet=True)
     pages = course_pages(root, copies)
     out = out or site_dir()

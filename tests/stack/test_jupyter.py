@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -76,11 +77,16 @@ def _free_port() -> int:
 
 @pytest.fixture
 def jupyterlab(tmp_path):
-    """Start JupyterLab on the course as `streamlab lab` would (without Kafka), on a free port with a
-    token, its own settings and workspaces in tmp_path; yields a function (instructor) -> base URL."""
+    """Start JupyterLab as `streamlab lab` would (without Kafka), on a copy of lab 01 in tmp_path (opening
+    a notebook writes its checkpoint beside it), on a free port with a token, its own settings and
+    workspaces in tmp_path; yields a function (instructor) -> the URL of the lab in it."""
     if chromium_path() is None:
         pytest.skip(f"no Chromium to look at JupyterLab with: {INSTALL}")
     procs = []
+    course = tmp_path / "course"  # a copy of the lab: JupyterLab writes checkpoints next to what it opens
+    (course / LAB).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / LAB, course / LAB)
+    shutil.copyfile(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
 
     def start(instructor: bool) -> str:
         port, token = _free_port(), "course-test-token"
@@ -88,7 +94,7 @@ def jupyterlab(tmp_path):
         home.mkdir()
         env = jupyter.lab_environment(instructor, dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"),
                                                        JUPYTER_RUNTIME_DIR=str(home / "runtime")))
-        command = jupyter.lab_command(ROOT, [f"--port={port}", "--ServerApp.ip=127.0.0.1", "--no-browser",
+        command = jupyter.lab_command(course, [f"--port={port}", "--ServerApp.ip=127.0.0.1", "--no-browser",
                                              f"--IdentityProvider.token={token}",
                                              f"--LabApp.workspaces_dir={home / 'workspaces'}",
                                              f"--LabApp.user_settings_dir={home / 'settings'}"])
