@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .exports import export_table, not_graded, to_csv
+from .exports import export_table, left_out, not_graded, to_csv
 from .grader import DEFAULT_TIMEOUT_S, Grader
 from .labs import GradingError, release_labs, resolve_lab
 from .merge import merge
@@ -205,7 +205,8 @@ def cmd_export(args) -> int:
         roster = _load_roster(args.roster, results)
         lab = runs[0].lab if runs else out.name
         max_score = max(r.max_score for r in results)
-        table = export_table(args.format, results, roster, args.assignment or lab, max_score)
+        table = export_table(args.format, results, roster, args.assignment or lab, max_score,
+                             allow_unlisted=args.allow_unlisted)
     except (GradingError, ValueError, TypeError, OSError) as err:
         print(f"streamlab grade export: {err}", file=sys.stderr)
         return 2
@@ -214,13 +215,19 @@ def cmd_export(args) -> int:
     print(f"Wrote {target}: {len(table) - (2 if args.format == 'canvas' else 1)} row(s) in {args.format}'s layout.")
     if roster is not None:
         print(roster.describe(len(results)))
+    if args.format == "csv":
+        return 0
     if args.format == "canvas":
         for r in not_graded(results):
             print(f"  {r.student}: {r.status_text}{' - ' + r.detail if r.detail else ''}")
-    if roster is not None and roster.unknown and args.format != "csv":
-        print(f"{len(roster.unknown)} graded submission(s) are not in the roster and are NOT in {target}: "
-              f"{', '.join(roster.unknown)}. Add them to the roster and export again.", file=sys.stderr)
-        return 1
+    absent = left_out(results, roster)
+    if absent:  # a blank score would erase their grade on the platform: they are not in the file at all
+        print(f"Not in {target} (their grades on the platform stay as they are) ({len(absent)}):")
+        for line in absent:
+            print(f"  {line}")
+    if roster.unknown:
+        print(f"Not in {target}, not in the roster (--allow-unlisted) ({len(roster.unknown)}): "
+              f"{', '.join(roster.unknown)}")
     return 0
 
 
@@ -243,7 +250,10 @@ def export_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamlab grade export",
         description="Write a grading output's scores (the lab's points) as a file your learning platform "
-                    "imports: canvas (the gradebook CSV), moodle (grade import CSV, by ID number or e-mail) or csv.")
+                    "imports: canvas (the gradebook CSV), moodle (grade import CSV, by ID number) or csv. Canvas and "
+                    "Moodle files hold only the roster's students with a final result (no blank score: it would "
+                    "erase a grade); the export refuses a roster row without an id or sharing one, and graded "
+                    "submissions the roster does not list (unless --allow-unlisted).")
     parser.add_argument("output", metavar="OUT", help="what `streamlab grade` or `streamlab grade merge` wrote")
     parser.add_argument("--format", required=True, choices=["canvas", "moodle", "csv"])
     parser.add_argument("--roster", metavar="FILE",
@@ -252,6 +262,9 @@ def export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--assignment", metavar="NAME",
                         help="the column's name: the assignment in Canvas, the grade item in Moodle (default: the "
                              "lab); in Canvas, 'Lab 1 (1234)' names an existing assignment, a new name makes one")
+    parser.add_argument("--allow-unlisted", action="store_true",
+                        help="canvas and moodle: leave graded submissions the roster does not list out of the file "
+                             "(named on the console) instead of refusing to export")
     parser.set_defaults(func=cmd_export)
     return parser
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -168,6 +169,27 @@ def format_points(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
+# OWASP's "CSV Injection": a spreadsheet opening a CSV runs a cell starting with one of these as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+PLAIN_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+
+
+def spreadsheet_safe(cell) -> str:
+    """``cell`` as text a spreadsheet shows and never runs: one starting with ``= + - @``, a tab or a carriage
+    return gets a leading ``'`` (OWASP's rule for CSV injection), so ``=HYPERLINK(...)`` stays those
+    characters. A plain decimal number (``-2.50``) is left as it is: it is no formula, and scores and ids
+    written as numbers must stay the numbers an import reads. Every cell the grader writes to a CSV file
+    passes through here."""
+    text = "" if cell is None else str(cell)
+    if text.startswith(FORMULA_STARTS) and not PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+def safe_row(row) -> list[str]:
+    return [spreadsheet_safe(cell) for cell in row]
+
+
 ROSTER_COLUMNS = ["id", "name", "email", "section"]
 NO_SUBMISSION = "no submission"
 
@@ -176,7 +198,8 @@ def write_csv(path: Path, results: list[Result], roster=None) -> None:
     """Write grades.csv (one row per student, sorted by student) atomically, through a temporary file of
     its own (whatever else lies in the folder). With ``roster`` (a ``roster.Matched``), each row also gets
     the student's id, name, e-mail and section, and the roster's students without a submission get a row
-    of their own (status ``no submission``, no score)."""
+    of their own (status ``no submission``, no score). Every cell is ``spreadsheet_safe``: ids, names, details
+    and file names come from students and rosters."""
     import os
     import tempfile
 
@@ -191,14 +214,15 @@ def write_csv(path: Path, results: list[Result], roster=None) -> None:
                 if roster is not None:
                     who = roster.found.get(r.student)
                     row += [who.id, who.name, who.email, who.section] if who else ["", "", "", ""]
-                writer.writerow(row)
+                writer.writerow(safe_row(row))
             max_score = max((r.max_score for r in results), default=0.0)
             for who in (roster.missing if roster is not None else []):
-                writer.writerow(["", "", format_points(max_score), NO_SUBMISSION, "",
-                                 "in the roster; no submission in the folder", who.file,
-                                 who.id, who.name, who.email, who.section])
+                writer.writerow(safe_row(["", "", format_points(max_score), NO_SUBMISSION, "",
+                                          "in the roster; no submission in the folder", who.file,
+                                          who.id, who.name, who.email, who.section]))
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+

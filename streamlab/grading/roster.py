@@ -1,22 +1,25 @@
 """The class roster: who the submissions belong to, for grades.csv and the learning platform's import.
 
 A CSV file with the columns ``file,id,name,email,section`` (others are ignored; UTF-8, also as Excel
-saves it): ``file`` is the submission's name as the grader knows it (``ana.ipynb`` or ``ana``, the
-``student`` or the file name of ``grades.csv``; for nbgrader's layout, the student's folder), ``id`` the
-student's id at your institution (Canvas's SIS User ID, Moodle's ID number), then their name, e-mail and
-section. Matching the roster to the results never drops anyone silently: students of the roster without a
-submission are *missing*, submissions without a roster row are *unknown*, and both are listed.
+saves it): ``file`` is the submission's exact name (``ana.ipynb`` or ``ana`` for ``ana.ipynb`` in a flat
+folder; ``ana`` for nbgrader's ``ana/<lab>/`` folder), ``id`` the student's id at your institution (Canvas's
+SIS User ID, Moodle's ID number), then their name, e-mail and section. A row matches the submission of
+exactly that name, never one whose name merely resembles it (``Ana.ipynb``, ``ana lopez.ipynb``,
+``subs/ana.ipynb`` are other names). Matching the roster to the results never drops anyone silently:
+students of the roster without a submission are *missing*, submissions without a roster row are *unknown*,
+and both are listed.
 """
 from __future__ import annotations
 
 import csv
 import io
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import PurePosixPath
 
 from .labs import GradingError
 
 COLUMNS = ["file", "id", "name", "email", "section"]
+SUFFIX = ".ipynb"
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,11 @@ class Student:
     name: str
     email: str
     section: str
+    line: int = field(default=0, compare=False)   # its line in the roster file, to name it in messages
+
+    def describe(self) -> str:
+        """The row as messages name it: ``line 4 (ana.ipynb, Ana Alves)``."""
+        return f"line {self.line} ({', '.join(v for v in (self.file, self.name) if v)})"
 
 
 @dataclass
@@ -57,12 +65,16 @@ def parse_roster(text: str, source: str = "the roster") -> list[Student]:
                            f"{', '.join(missing)} (its header: {','.join(header) or 'none'})")
     reader.fieldnames = header
     students, files, ids = [], {}, {}
-    for line, row in enumerate(reader, start=2):
+    for row in reader:
+        line = reader.line_num  # the file's line (a blank line before it is skipped, yet counted here)
         values = {c: (row.get(c) or "").strip() for c in COLUMNS}
         if not any(values.values()):
             continue  # a blank line
         if not values["file"]:
             raise GradingError(f"{source}, line {line}: no file name ({values['name'] or values['id']})")
+        if "/" in values["file"] or "\\" in values["file"]:
+            raise GradingError(f"{source}, line {line}: the file {values['file']!r} names a folder; give the "
+                               f"submission's exact name only (ana.ipynb, or ana for nbgrader's ana/<lab>/)")
         key = _base(values["file"])
         if key in files:
             raise GradingError(f"{source}, lines {files[key]} and {line}: the same submission {values['file']!r}")
@@ -71,7 +83,7 @@ def parse_roster(text: str, source: str = "the roster") -> list[Student]:
             if values["id"] in ids:
                 raise GradingError(f"{source}, lines {ids[values['id']]} and {line}: the same id {values['id']!r}")
             ids[values["id"]] = line
-        students.append(Student(**values))
+        students.append(Student(**values, line=line))
     return students
 
 
@@ -86,35 +98,34 @@ def read_roster(path) -> list[Student]:
 
 
 def _base(name: str) -> str:
-    """A name without folders and without ``.ipynb``: ``subs/ana.ipynb`` -> ``ana``."""
-    name = PurePath(name.replace("\\", "/")).name
-    return name[:-len(".ipynb")] if name.lower().endswith(".ipynb") else name
+    """A roster's ``file`` without an exact ``.ipynb``: ``ana.ipynb`` and ``ana`` name the same submission."""
+    return name[:-len(SUFFIX)] if name.endswith(SUFFIX) and name != SUFFIX else name
 
 
-def submission_names(student: str, file: str) -> list[str]:
-    """The names a roster's ``file`` may give a submission: its student id, and its file's or folder's name."""
-    names = [student]
-    if file:
-        path = PurePath(file.replace("\\", "/"))
-        names.append(_base(path.name))
-        if path.suffix != ".ipynb":  # nbgrader's <student>/<lab>/: the student's folder
-            names.append(path.parent.name)
-    return [n for n in names if n]
+def submission_names(file: str) -> list[str]:
+    """The exact names a roster's ``file`` may give the submission whose origin (as grades.csv has it) is
+    ``file``: ``ana.ipynb`` or ``ana`` for the flat layout's ``.../ana.ipynb``, ``ana`` for nbgrader's
+    ``.../ana/<lab>`` folder. Nothing else: no case folding, no other folder, no cleaning up."""
+    if not file:
+        return []
+    path = PurePosixPath(file)
+    if path.name.endswith(SUFFIX) and path.name != SUFFIX:
+        return [path.name, path.name[:-len(SUFFIX)]]
+    return [path.parent.name] if path.parent.name else []
 
 
 def match(students: list[Student], submissions: list[tuple[str, str]]) -> Matched:
-    """Match the roster to ``submissions``, given as (student id, file) pairs as grades.csv has them.
-    The student id wins over a file name when both could match."""
+    """Match the roster to ``submissions``, given as (student id, file) pairs as grades.csv has them: a row
+    matches the submission its ``file`` names exactly (``submission_names``), never one whose name only
+    resembles it. A name two submissions answer to matches neither (it cannot happen in one folder)."""
     matched = Matched()
-    by_name: dict[str, str] = {}
-    for rank in (0, 1, 2):  # student ids first, then the files' names, then nbgrader's folders
-        for student, file in submissions:
-            names = submission_names(student, file)
-            if rank < len(names):
-                by_name.setdefault(names[rank], student)
+    by_name: dict[str, str | None] = {}
+    for student, file in submissions:
+        for name in set(submission_names(file)):
+            by_name[name] = student if by_name.get(name, student) == student else None
     taken: set[str] = set()
     for row in students:
-        student = by_name.get(_base(row.file))
+        student = by_name.get(row.file)
         if student is None or student in taken:
             matched.missing.append(row)
         else:

@@ -6,7 +6,16 @@ import json
 
 import pytest
 
-from streamlab.grading.results import CellGrade, Result, Status, WorkerReport, format_points, write_csv
+from streamlab.grading.results import (
+    CellGrade,
+    Result,
+    Status,
+    WorkerReport,
+    format_points,
+    spreadsheet_safe,
+    write_csv,
+)
+from streamlab.grading.roster import match, parse_roster
 
 CSV_STRINGS = {"graded", "timed out", "crashed", "invalid notebook", "limit exceeded", "grader error"}
 
@@ -102,3 +111,33 @@ def test_grades_csv_format(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
     with path.open(newline="") as handle:
         assert [row["status"] for row in csv.DictReader(handle)] == ["graded", "invalid notebook", "timed out"]
+
+
+@pytest.mark.parametrize("cell, written", [
+    ("=HYPERLINK(\"http://evil.example\",\"x\")", "'=HYPERLINK(\"http://evil.example\",\"x\")"),
+    ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"), ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\t=1", "'\t=1"), ("\r=1", "'\r=1"),
+    ("ana", "ana"), ("", ""), ("'=1", "'=1"), ("a=1", "a=1"),
+    ("-2.50", "-2.50"), ("10", "10"),   # plain numbers are no formulas: scores stay numbers
+])
+def test_cells_a_spreadsheet_would_run_get_a_quote(cell, written):
+    """OWASP's CSV injection rule: a cell starting with = + - @, a tab or a carriage return is made text."""
+    assert spreadsheet_safe(cell) == written
+    assert spreadsheet_safe(written) == written   # once is enough
+
+
+def test_grades_csv_neutralises_ids_details_files_and_roster_fields(tmp_path):
+    results = [Result(student="+ana", status=Status.INVALID, max_score=5, detail="=HYPERLINK(\"http://x\")",
+                      file="@/subs/+ana.ipynb"),
+               Result(student="bob", status=Status.GRADED, score=2.5, max_score=5, file="/subs/bob.ipynb")]
+    roster = match(parse_roster('file,id,name,email,section\n+ana.ipynb,-7x,"=1+1",@a@x,+B\n'
+                                'zoe.ipynb,S9,-Zoe,z@x,A\n'), [(r.student, r.file) for r in results])
+    write_csv(tmp_path / "grades.csv", results, roster=roster)
+    with (tmp_path / "grades.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["student"], r["detail"], r["file"], r["id"], r["name"], r["email"], r["section"]) for r in rows[:1]] == [
+        ("'+ana", "'=HYPERLINK(\"http://x\")", "'@/subs/+ana.ipynb", "'-7x", "'=1+1", "'@a@x", "'+B")]
+    assert (rows[1]["student"], rows[1]["score"], rows[1]["max_score"]) == ("bob", "2.50", "5")
+    assert (rows[2]["file"], rows[2]["name"], rows[2]["status"]) == ("zoe.ipynb", "'-Zoe", "no submission")
+    for row in rows:
+        assert not [v for v in row.values() if v[:1] in ("=", "+", "-", "@", "\t", "\r")], row

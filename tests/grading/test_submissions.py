@@ -8,7 +8,7 @@ import pytest
 
 from streamlab.grading import GradingError, check_notebook, find_labs, find_submissions, lab_notebooks
 from streamlab.grading import submissions as submissions_module
-from streamlab.grading.submissions import Submission, student_id
+from streamlab.grading.submissions import Submission, name_problem
 
 LAB = find_labs()[0]
 
@@ -20,11 +20,11 @@ def _name() -> str:
 
 
 def test_flat_folder_of_student_notebooks(tmp_path):
-    for file in ("Ana Lopez.ipynb", "bob.ipynb", "notes.txt"):
+    for file in ("ana.lopez.ipynb", "bob.ipynb", "notes.txt"):
         (tmp_path / file).write_text("{}")
     found = find_submissions(tmp_path, LAB)
-    assert [(s.student, s.files[_name()].name, s.origin.name) for s in found] == [
-        ("Ana_Lopez", "Ana Lopez.ipynb", "Ana Lopez.ipynb"), ("bob", "bob.ipynb", "bob.ipynb")]
+    assert [(s.student, s.files[_name()].name, s.origin.name, s.refused) for s in found] == [
+        ("ana.lopez", "ana.lopez.ipynb", "ana.lopez.ipynb", None), ("bob", "bob.ipynb", "bob.ipynb", None)]
 
 
 def test_nbgrader_layout_in_a_course_folder(tmp_path):
@@ -59,10 +59,18 @@ def test_not_a_folder(tmp_path):
     assert find_submissions(tmp_path, LAB) == []
 
 
-def test_student_ids_are_safe_and_unique():
-    taken: set[str] = set()
-    ids = [student_id(raw, taken) for raw in ("ana lópez", "ana_l_pez", "a.b@uni.edu", "...", "?")]
-    assert ids == ["ana_l_pez", "ana_l_pez-2", "a.b@uni.edu", "student", "student-2"]
+@pytest.mark.parametrize("raw", ["ana", "a.b@uni.edu", "x+tag", "_lice", "Z-9_z", "a" * 100])
+def test_plain_names_are_ids_as_they_are(raw):
+    assert name_problem(raw) is None
+
+
+@pytest.mark.parametrize("raw, problem", [
+    ("ana lópez", "contains 'ó' (U+00F3)"), ("", "empty"), ("a" * 101, "101 characters"),
+    (".ana", "starts with '.'"), ("-rf", "starts with '-'"), ("a..b", "'..'"), ("ana\n", "'\\n' (U+000A)"),
+    ("аna", "'а' (U+0430)"),   # a Cyrillic а: looks like ana, is another name
+])
+def test_other_names_are_refused_and_say_why(raw, problem):
+    assert problem in name_problem(raw)
 
 
 def test_submission_hash_follows_content(tmp_path):
@@ -94,3 +102,17 @@ def test_check_notebook_accepts_a_notebook(tmp_path):
     path = tmp_path / "ok.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), path)
     assert check_notebook(path) is None
+
+
+def test_a_course_folder_is_read_from_its_submitted_folder(tmp_path):
+    """nbgrader's course folder also holds source/<lab>/ and release/<lab>/: they are not students."""
+    for folder in ("source", "release", "submitted/carla"):
+        (tmp_path / folder / LAB).mkdir(parents=True)
+        (tmp_path / folder / LAB / f"{_name()}.ipynb").write_text("{}")
+    assert [s.student for s in find_submissions(tmp_path, LAB)] == ["carla"]
+
+
+def test_a_folder_named_like_a_notebook_is_refused(tmp_path):
+    (tmp_path / "ana.ipynb").mkdir()
+    [found] = find_submissions(tmp_path, LAB)
+    assert found.student == "ana" and found.refused.startswith("'ana.ipynb' is a folder: a folder is not a submission")

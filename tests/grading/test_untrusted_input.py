@@ -25,7 +25,7 @@ def test_a_deeply_nested_or_huge_file_is_an_invalid_notebook(tmp_path, monkeypat
     binary = tmp_path / "binary.ipynb"
     binary.write_bytes(bytes(range(256)) * 10)
     assert "cannot be read as text" in check_notebook(binary)
-    monkeypatch.setattr("streamlab.grading.submissions.MAX_NOTEBOOK_BYTES", 1000)
+    monkeypatch.setattr("streamlab.grading.bounds.NOTEBOOK_BYTES", 1000)
     huge = tmp_path / "huge.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\n" * 500)]), huge)
     assert "a lab notebook is at most" in check_notebook(huge)
