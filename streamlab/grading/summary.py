@@ -1,6 +1,7 @@
 """The class summary ``streamlab grade`` writes next to grades.csv: ``OUT/summary.html``.
 
-One standalone page (no external CSS, JavaScript or images: it reads offline and can be mailed):
+One standalone page (no external CSS, JavaScript or images: it reads offline and can be mailed; its
+Content-Security-Policy, ``feedback.make_inert``, lets nothing in it run or fetch):
 the number of students, the mean and median score, a plot of the score distribution (inline SVG,
 drawn with matplotlib), the count of each status (graded, timed out, crashed, ...), and for each
 graded test cell how many students passed it, i.e. which parts the class found hard.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from .feedback import make_inert
 from .results import Result, Status, format_points
 
 
@@ -173,7 +175,7 @@ def render(summary: ClassSummary) -> str:
     skipped = (f"<p>Could not read: {esc(', '.join(summary.skipped_files))}</p>" if summary.skipped_files else "")
     provenance = _provenance(summary.runs)
     roster = _roster(summary.roster)
-    return f"""<!DOCTYPE html>
+    return make_inert(f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(summary.lab)}: class summary</title>
 <style>
 body {{ font-family: sans-serif; max-width: 56em; margin: 2em auto; line-height: 1.4; color: #222 }}
@@ -203,7 +205,7 @@ points were withdrawn (see the detail in grades.csv).</p>
 {provenance}<p><small>Written {datetime.now().isoformat(timespec="seconds")} from results/ by streamlab grade.
 </small></p>
 </body></html>
-"""
+""")
 
 
 def _provenance(runs: list) -> str:
