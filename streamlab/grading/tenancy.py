@@ -5,8 +5,13 @@ authorizer for which ``ANONYMOUS`` (every PLAINTEXT client: learners, the notebo
 checks) is a super user and everyone else gets only what an ACL grants. Each ``--jobs`` slot of the
 grader makes one principal with a random password only the grader knows (``Principal``) and a produce
 quota (``PRODUCE_BYTES_PER_S``), and before each
-student it grants that principal, and only it, every operation on the topics whose names start with the
-student's prefix (prefixed ACLs): the broker refuses anything else, including listing the other topics.
+student it grants that principal, and only it, every operation on the topics, consumer groups and
+transactional ids whose names start with the student's prefix (prefixed ACLs): the broker refuses anything
+else, including listing the other topics and groups, or fencing another student's transactional producer.
+Spark's Kafka sink and source need no group ACL (the source reads offsets with an admin client and assigns
+partitions; only ``spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true`` makes it join a group, which
+then needs the source option ``groupIdPrefix`` set to the prefix); a submission's own consumer groups and
+transactional ids must start with the prefix (``STREAMLAB_TOPIC_PREFIX``), as the course's do.
 
 The sandbox never holds the password: its Kafka connections go through the grader's ``KafkaDoor``,
 which opens each one to the SANDBOX listener, authenticates as the slot's principal, and then joins the
@@ -176,8 +181,8 @@ class Principal:
         _set_produce_quota(servers, self.name, PRODUCE_BYTES_PER_S)  # a flood is slowed by the broker
 
     def allow_only(self, prefix: str) -> None:
-        """From now on this principal may create, write, read, describe and delete the topics starting
-        with ``prefix``, use any consumer group and transactional id, and nothing else."""
+        """From now on this principal may create, write, read, describe and delete the topics, consumer
+        groups and transactional ids starting with ``prefix``, and nothing else."""
         self._replace_acls(prefix)
         self.prefix = prefix
 
@@ -189,8 +194,8 @@ class Principal:
                          permission_type=ACLPermissionType.ANY,
                          resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))
         grants = [] if prefix is None else [(ResourceType.TOPIC, prefix, ACLResourcePatternType.PREFIXED),
-                                            (ResourceType.GROUP, "*", ACLResourcePatternType.LITERAL),
-                                            (ResourceType.TRANSACTIONAL_ID, "*", ACLResourcePatternType.LITERAL)]
+                                            (ResourceType.GROUP, prefix, ACLResourcePatternType.PREFIXED),
+                                            (ResourceType.TRANSACTIONAL_ID, prefix, ACLResourcePatternType.PREFIXED)]
         admin = _admin(self.servers)
         try:
             admin.delete_acls([mine])
@@ -203,9 +208,10 @@ class Principal:
                     raise RuntimeError(f"Kafka refused the ACLs for {self.name}: {result['failed']}")
             # The broker applies ACLs from its metadata log, a moment after the controller took them:
             # return once it shows exactly these, so the next student's first request meets them.
-            wanted = {name for _, name, _ in grants}
+            wanted = {(kind, name) for kind, name, _ in grants}
             deadline = time.monotonic() + ACL_WAIT_S
-            while {acl.resource_pattern.resource_name for acl in admin.describe_acls(mine)[0]} != wanted:
+            while {(acl.resource_pattern.resource_type, acl.resource_pattern.resource_name)
+                   for acl in admin.describe_acls(mine)[0]} != wanted:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the broker did not show the ACLs of {self.name} within {ACL_WAIT_S} s")
                 time.sleep(0.05)

@@ -1,4 +1,5 @@
-"""Kafka tenancy enforced by Kafka: a grading principal touches its own topics only (real broker, no Spark).
+"""Kafka tenancy enforced by Kafka: a grading principal touches its own topics, consumer groups and
+transactional ids only (real broker, no Spark).
 
 Checked twice: with a Kafka client that authenticates as the principal itself (what the broker allows
 it), and from inside a real sandbox, whose client knows no password and goes through the grader's door.
@@ -13,9 +14,15 @@ import time
 
 import pytest
 from intruders import topic_with_records
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import KafkaError
+from kafka.errors import (
+    GroupAuthorizationFailedError,
+    KafkaError,
+    NoError,
+    TransactionalIdAuthorizationFailedError,
+)
+from kafka.structs import OffsetAndMetadata
 
 from streamlab.grading import sandbox as sb
 from streamlab.grading.tenancy import PRODUCE_BYTES_PER_S, Principal, produce_quota, sandbox_servers
@@ -103,6 +110,109 @@ def test_the_next_student_gets_the_principal_without_the_last_ones_topics(princi
     finally:
         admin.close()
     KafkaAdminClient(bootstrap_servers=kafka_bootstrap).delete_topics([f"{first}t"])
+
+
+class Tenant:
+    """A principal allowed its prefix, and what a lab leaves behind with it: a topic with a record written
+    by a live transactional producer (id ``<prefix>writer``), and a consumer group (``<prefix>group``) that
+    committed offset 1 on it."""
+
+    def __init__(self, servers: str, listener: str):
+        self.prefix = f"tenant-{secrets.token_hex(3)}-"
+        self.principal = Principal(servers)
+        self.principal.allow_only(self.prefix)
+        self.listener = listener
+        self.topic, self.group, self.transactional_id = f"{self.prefix}t", f"{self.prefix}group", f"{self.prefix}writer"
+        self.partition = TopicPartition(self.topic, 0)
+        admin = self.admin()
+        admin.create_topics([NewTopic(self.topic, 1, 1)])
+        _listed_once_created(admin, self.topic)
+        admin.close()
+        self.producer = self.transactional_producer(self.transactional_id)
+        self.write(self.producer)
+        consumer = KafkaConsumer(**self.client(), group_id=self.group, enable_auto_commit=False)
+        consumer.assign([self.partition])
+        consumer.commit({self.partition: OffsetAndMetadata(1, "", -1)})
+        consumer.close()
+
+    def client(self) -> dict:
+        return _as(self.principal, self.listener)
+
+    def admin(self) -> KafkaAdminClient:
+        return KafkaAdminClient(**self.client())
+
+    def transactional_producer(self, transactional_id: str) -> KafkaProducer:
+        """A transactional producer of this principal, initialised: it fences any earlier one of that id."""
+        producer = KafkaProducer(**self.client(), transactional_id=transactional_id, enable_idempotence=True,
+                                 max_block_ms=15000)
+        try:
+            producer.init_transactions()
+        except BaseException:
+            producer.close(timeout=5)
+            raise
+        return producer
+
+    def write(self, producer: KafkaProducer) -> None:
+        producer.begin_transaction()
+        producer.send(self.topic, b"record")
+        producer.commit_transaction()
+
+    def close(self, servers: str) -> None:
+        self.producer.close(timeout=5)
+        self.principal.remove()
+        owner = KafkaAdminClient(bootstrap_servers=servers)
+        owner.delete_topics([self.topic])
+        owner.close()
+
+
+@pytest.fixture
+def tenants(kafka_bootstrap, listener):
+    made = []
+    try:
+        made += [Tenant(kafka_bootstrap, listener) for _ in range(2)]
+        yield made
+    finally:
+        for tenant in made:
+            tenant.close(kafka_bootstrap)
+
+
+def _refused(attempt) -> bool:
+    """Whether Kafka refused ``attempt`` as not authorized: by raising, or in DeleteGroups' results."""
+    try:
+        result = attempt()
+    except (GroupAuthorizationFailedError, TransactionalIdAuthorizationFailedError):
+        return True
+    return isinstance(result, list) and all(error is GroupAuthorizationFailedError for _, error in result)
+
+
+def test_a_principal_reaches_only_its_own_consumer_groups_and_transactional_ids(tenants, kafka_bootstrap):
+    me, other = tenants
+    admin = me.admin()
+    try:
+        listed = [group for group, _ in admin.list_consumer_groups()]
+        assert me.group in listed and other.group not in listed
+        assert admin.list_consumer_group_offsets(me.group)[me.partition].offset == 1
+        assert _refused(lambda: admin.list_consumer_group_offsets(other.group))
+        assert _refused(lambda: admin.describe_consumer_groups([other.group]))
+        assert _refused(lambda: admin.delete_consumer_groups([other.group]))
+        for transactional_id in (other.transactional_id, f"{other.prefix}another", "no-prefix-writer"):
+            assert _refused(lambda tid=transactional_id: me.transactional_producer(tid)), transactional_id
+        # its own: it deletes its group's offsets, and a new producer of its id fences its old one
+        assert admin.delete_consumer_groups([me.group]) == [(me.group, NoError)]
+        assert me.group not in [group for group, _ in admin.list_consumer_groups()]
+        successor = me.transactional_producer(me.transactional_id)
+        with pytest.raises(KafkaError):
+            me.write(me.producer)
+        me.write(successor)
+        successor.close(timeout=5)
+    finally:
+        admin.close()
+    other.write(other.producer)  # the other's producer was not fenced, its offsets are still there
+    owner = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        assert owner.list_consumer_group_offsets(other.group)[other.partition].offset == 1
+    finally:
+        owner.close()
 
 
 @pytest.mark.skipif(sb.unavailable_reason() is not None, reason=f"no sandbox here: {sb.unavailable_reason()}")

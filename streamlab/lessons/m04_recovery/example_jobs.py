@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from ...stack.kafka import topic_prefix
 from ..events import ACCESS_LOG_SCHEMA
 from ..streams import kafka_stream, write_batch_to_topic
 from .job_context import JobContext
@@ -41,7 +42,8 @@ def count_requests(ctx: JobContext, *, topic: str, checkpoint: str, out_topic: s
         sinks.append(SqliteSink(sqlite, "counts"))
     if tx_topic:
         sinks.append(TransactionalTopicSink(tx_topic, batches_topic=tx_batches_topic,
-                                            transactional_id=f"{Path(checkpoint).name}-tx"))
+                                            # the student's prefix: a graded run may use no other id
+                                            transactional_id=f"{topic_prefix()}{Path(checkpoint).name}-tx"))
 
     def write(batch_df, batch_id):
         batch_df.persist()
