@@ -10,7 +10,9 @@
    same run); the wall time of the whole run divided by the copies is the time per submission.
 
 Per-submission overhead = time per submission - the lab's own time. Every copy must get full marks,
-or the numbers are not reported as valid.
+or the numbers are not reported as valid. While each grading run goes, the grader's warm workers are
+sampled every 0.2 s: their peak memory (RSS) and threads are printed too (the student's kernel and the
+hidden checks run in processes and sandboxes of their own, with limits of their own).
 """
 from __future__ import annotations
 
@@ -51,14 +53,49 @@ def own_time(lab: str, notebook) -> float:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def grade(lab: str, folder: Path, jobs: int, out: Path, sandboxed: bool = True) -> tuple[float, list[dict]]:
+class WorkerWatch:
+    """Samples the grader's warm workers (``streamlab.grading.worker --serve``) in a thread: peak RSS, threads."""
+
+    def __init__(self, every_s: float = 0.2):
+        import threading
+
+        self.peak_rss_mb = 0.0
+        self.peak_threads = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _watch(self, every_s: float) -> None:
+        import psutil
+
+        while not self._done.wait(every_s):
+            for proc in psutil.process_iter(["cmdline"]):
+                try:
+                    line = " ".join(proc.info["cmdline"] or [])
+                    if "streamlab.grading.worker" in line and "--serve" in line:
+                        self.peak_rss_mb = max(self.peak_rss_mb, proc.memory_info().rss / 2**20)
+                        self.peak_threads = max(self.peak_threads, proc.num_threads())
+                except psutil.Error:
+                    continue
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def grade(lab: str, folder: Path, jobs: int, out: Path,
+          sandboxed: bool = True) -> tuple[float, list[dict], WorkerWatch]:
+    watch = WorkerWatch()
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "streamlab", "grade", lab, str(folder), "--out", str(out),
-                    "--jobs", str(jobs), "--force", *([] if sandboxed else ["--no-sandbox"])],
-                   check=True, stdout=subprocess.DEVNULL)
+    try:
+        subprocess.run([sys.executable, "-m", "streamlab", "grade", lab, str(folder), "--out", str(out),
+                        "--jobs", str(jobs), "--force", *([] if sandboxed else ["--no-sandbox"])],
+                       check=True, stdout=subprocess.DEVNULL)
+    finally:
+        watch.stop()
     seconds = time.monotonic() - started
     with (out / "grades.csv").open() as f:
-        return seconds, list(csv.DictReader(f))
+        return seconds, list(csv.DictReader(f)), watch
 
 
 def main() -> int:
@@ -83,18 +120,19 @@ def main() -> int:
         folder.mkdir()
         for i in range(args.copies):
             nbformat.write(reference, folder / f"student{i:02d}.ipynb")
-        print(f"{'jobs':>4} {'sandbox':>7} {'total s':>8} {'per submission s':>17} {'overhead s':>11}  scores")
+        print(f"{'jobs':>4} {'sandbox':>7} {'total s':>8} {'per submission s':>17} {'overhead s':>11} "
+              f"{'worker MB':>9} {'threads':>7}  scores")
         modes = {"both": [True, False], "on": [True], "off": [False]}[args.sandbox]
         for jobs in args.jobs:
             for sandboxed in modes:
                 out = Path(tmp) / f"out-jobs{jobs}-{'sandbox' if sandboxed else 'bare'}"
-                seconds, rows = grade(lab, folder, jobs, out, sandboxed)
+                seconds, rows, watch = grade(lab, folder, jobs, out, sandboxed)
                 per = seconds / args.copies
                 full = sum(1 for r in rows if r["status"].startswith("graded")
                            and float(r["score"]) == float(r["max_score"]))
                 valid = "" if full == args.copies else "  (NOT VALID: not every copy got full marks)"
-                print(f"{jobs:>4} {'yes' if sandboxed else 'no':>7} {seconds:>8.1f} {per:>17.1f} {per - own:>11.1f}  "
-                      f"{full}/{args.copies} full marks{valid}")
+                print(f"{jobs:>4} {'yes' if sandboxed else 'no':>7} {seconds:>8.1f} {per:>17.1f} {per - own:>11.1f} "
+                      f"{watch.peak_rss_mb:>9.0f} {watch.peak_threads:>7}  {full}/{args.copies} full marks{valid}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

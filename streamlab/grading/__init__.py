@@ -11,12 +11,17 @@ The modules, in the order they build on each other:
 
     results      Status, the worker's report (WorkerReport), a student's Result, grades.csv
     labs         finding labs, the course's nbgrader config, release_labs
-    submissions  finding submissions in a folder (two layouts), check_notebook
+    bounds       how much of what a student made the grader reads: every untrusted size, capped
+    submissions  finding submissions in a folder (two layouts, exact names, regular files only), check_notebook
     isolation    per-submission environment, tagged processes and killing them, topic clean-up
+    kafka_requests  the Kafka door's view of requests: frames, and the topics and partitions a sandbox may create
     sandbox      the sandbox a submission's kernel runs in (bubblewrap, control groups, the Kafka door)
     sandbox_boot its start, with the standard library only: join the groups, drop privileges, exec
-    tenancy      Kafka principals and ACLs: each sandbox touches its own topics only
+    tenancy      Kafka principals and ACLs: each sandbox touches its own topics, groups and transactions only
     feedback     the HideHiddenTests preprocessor and the page for submissions without feedback
+    withhold     hidden tests taken out before the notebook runs: nothing of the answer key in the kernel
+    hidden       the hidden checks' process per submission (ChecksProcess), and their points in the gradebook
+    checks_runner  that process (python -m streamlab.grading.checks_runner), in a sandbox of its own
     worker       the child process grading one submission (python -m streamlab.grading.worker)
     grader       Grader: one isolated worker per student, results, feedback, grades.csv
     summary      OUT/summary.html: the class's scores, statuses and pass rate per test cell

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import secrets
 import shutil
 import sys
@@ -31,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ..stack.kafka import bootstrap_servers
-from .feedback import status_page
-from .hidden import checks_file, file_sha256
+from .feedback import inert_feedback_pages, make_inert, status_page
+from .hidden import checks_file, checks_work, file_sha256
 from .isolation import delete_topics, kill_tagged, submission_environment
 from .labs import GradingError, generate_from_solutions, solutions_dir
 from .progress import Progress
@@ -40,12 +41,13 @@ from .results import Result, Status, WorkerReport, format_points, write_csv
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
 from .sandbox import Limits, remove_control_groups, unavailable_reason, unmount
 from .shards import WHOLE, Shard, shard_key
-from .submissions import Submission, check_notebook
+from .submissions import Submission, SubmissionRefused, check_notebook, read_submitted_file
 from .summary import write_summary
 from .tenancy import sandbox_servers
 from .warm import WarmWorker
 
 DEFAULT_TIMEOUT_S = 900
+EXTRA_FILE_BYTES = 64 * 1024  # nbgrader's timestamp.txt: one line
 DEFAULT_LIMITS = Limits()
 
 
@@ -145,12 +147,25 @@ class Grader:
                         graded_at=datetime.now().isoformat(timespec="seconds"),
                         sandboxed=self.sandbox is not None)
         try:
-            problems = [p for p in (check_notebook(path) for path in submission.files.values()) if p]
+            problems = [submission.refused] if submission.refused else \
+                [p for p in (check_notebook(path) for path in submission.files.values()) if p]
+            course = None
+            if not problems:
+                try:  # the grader's own copy, read once, bounded, never through a link; then checked
+                    course = self._course_for(submission)
+                except SubmissionRefused as refusal:
+                    problems = [str(refusal)]
+            if course is not None:
+                target = course / "submitted" / submission.student / self.lab
+                problems = [p for p in (check_notebook(target / f"{name}.ipynb", lab=self.lab, name=name)
+                                        for name in submission.files) if p]
             if problems:
                 result.status, result.detail = Status.INVALID, "; ".join(problems)
                 Path(result.log).write_text(result.detail + "\n")
+                if course is not None:
+                    shutil.rmtree(course, ignore_errors=True)
             else:
-                self._autograde(submission, result)
+                self._autograde(submission, result, course)
         except Exception as err:  # the grader's own failure: reported, and the run goes on
             result.status, result.detail = Status.ERROR, f"{type(err).__name__}: {err}"
         result.seconds = round(time.monotonic() - started, 1)
@@ -170,19 +185,24 @@ class Grader:
         shutil.copytree(self.template, course)
         target = course / "submitted" / student / lab
         target.mkdir(parents=True)
-        for name, path in submission.files.items():
-            shutil.copyfile(path, target / f"{name}.ipynb")  # copy content only: the original is untouched
-        for path in submission.extra:
-            shutil.copyfile(path, target / path.name)
+        try:
+            for name, path in submission.files.items():  # content only: the original is untouched
+                (target / f"{name}.ipynb").write_bytes(read_submitted_file(path))
+            for path in submission.extra:
+                (target / path.name).write_bytes(read_submitted_file(path, limit=EXTRA_FILE_BYTES))
+        except SubmissionRefused:
+            shutil.rmtree(course, ignore_errors=True)
+            raise
         return course
 
-    def _autograde(self, submission: Submission, result: Result) -> None:
+    def _autograde(self, submission: Submission, result: Result, course: Path) -> None:
         student, lab = submission.student, self.lab
-        course = self._course_for(submission)
         tag = f"{self.run_tag}-{student}"
-        # not under /tmp: the sandbox's own /tmp is a folder inside it
+        # not under /tmp: the sandbox's own /tmp is a folder inside it; named by a slug of the id (paths
+        # with spaces and such are the student's id's business, not Spark's)
         (self.out / "work").mkdir(exist_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.out / "work"))
+        slug = re.sub(r"[^A-Za-z0-9_.@+-]", "_", student)[:40]
+        workdir = Path(tempfile.mkdtemp(prefix=f"{slug}-", dir=self.out / "work"))
         env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
         request = {"lab": lab, "student": student, "course": str(course), "log": result.log,
                    "env": env, "cell_timeout": self.cell_timeout_s,
@@ -209,9 +229,10 @@ class Grader:
         finally:
             self._workers.put(worker)
             delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
-            remove_control_groups(workdir)  # the worker removes them; a worker that was killed could not
-            unmount(workdir)
-            shutil.rmtree(workdir, ignore_errors=True)
+            for folder in (workdir, checks_work(workdir / "data")):  # the submission's, the hidden checks'
+                remove_control_groups(folder)  # the worker removes them; a worker that was killed could not
+                unmount(folder)
+                shutil.rmtree(folder, ignore_errors=True)
             shutil.rmtree(course, ignore_errors=True)  # its feedback was copied out
 
     def _worker_pool(self) -> queue.Queue[WarmWorker]:
@@ -245,14 +266,16 @@ class Grader:
         pages = sorted(feedback.glob("*.html"))
         if not pages:
             raise GradingError(f"nbgrader wrote no feedback for {result.student}; see {result.log}")
+        # made inert again here: this process does not trust what the worker (where the student's code ran) wrote
         if len(pages) == 1:
             target = self.feedback_dir / f"{result.student}.html"
-            shutil.copyfile(pages[0], target)
+            target.write_text(make_inert(pages[0].read_text(encoding="utf-8", errors="replace")), encoding="utf-8")
         else:
             target = self.feedback_dir / result.student
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(feedback, target)
+            inert_feedback_pages(target)
         return target
 
     # -- all students

@@ -1,20 +1,38 @@
 """Hidden checks in the grader: confirm each test cell's points outside the student's kernel.
 
 After nbgrader has run the notebook (and the student's kernel is gone), the worker runs the lab's
-``hidden_checks.py`` (see ``streamlab.grading.hidden_checks``) in its own process, on what the run left in the
-submission's data folder and topics. A test cell keeps nbgrader's points only if every check
-naming it passed; otherwise its score in the gradebook is set to 0 before the feedback is written.
-The feedback page then gets a short table of the checks (name, passed or why not) — never their code.
+``hidden_checks.py`` (see ``streamlab.grading.hidden_checks``) on what the run left in the submission's
+data folder and topics, in a process of their own (``ChecksProcess``, the child ``checks_runner``): a fresh
+Spark per submission, started while the notebook runs, in a sandbox of its own with its own limits and a
+read-only view of the student's data folder. A test cell keeps nbgrader's points only if every check naming
+it passed; otherwise its score in the gradebook is set to 0 before the feedback is written. When the checks
+themselves break (their process dies, hits a limit or its JVM fails), the student is not scored at all:
+``ChecksBroken``, a grader error, graded again by the next run. The feedback page then gets a short table
+of the checks (name, passed or why not) — never their code.
 """
 from __future__ import annotations
 
 import hashlib
 import html
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..stack.session import spark as get_spark
-from .hidden_checks import Artifacts, load_checks, run_checks
+from .bounds import MB
+from .sandbox import Limits
+
+# What one submission's checks may use. A lab's checks peak at ~1.3 GB (their Spark driver has 1 GB of heap).
+CHECKS_LIMITS = Limits(memory_mb=3072, processes=512, cpu_seconds=600, disk_mb=1024)
+READY_WAIT_S = 300       # for the checks' Spark to start and answer (it starts while the notebook runs)
+CHECKS_WAIT_S = 600      # for the checks to finish once the notebook has
+MESSAGE_BYTES = 4 * MB   # one message from the checks' process
 
 
 @dataclass
@@ -26,6 +44,17 @@ class CheckOutcome:
     detail: str = ""
 
 
+class ChecksBroken(RuntimeError):
+    """The hidden checks could not give a verdict: their process or runtime failed (not the student's doing)."""
+
+
+def checks_work(data_dir: Path) -> Path:
+    """The hidden checks' own work folder for the submission whose data folder is ``data_dir``: beside the
+    submission's work folder, never inside it (the student writes there)."""
+    work = Path(data_dir).parent
+    return work.with_name(work.name + ".checks")
+
+
 def checks_file(solutions: Path, lab: str) -> Path | None:
     path = Path(solutions) / lab / "hidden_checks.py"
     return path if path.is_file() else None
@@ -35,69 +64,123 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-class SparkStarter:
-    """Start the checks' SparkSession in a background thread while the notebook runs, so the
-    checks do not wait for a JVM to start afterwards."""
+class ChecksProcess:
+    """One submission's hidden checks, in a process of their own: ``python -m streamlab.grading.checks_runner``.
 
-    def __init__(self):
-        import threading
-
-        self.session = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._start, daemon=True, name="checks-spark")
-        self._thread.start()
-
-    def _start(self):
-        try:
-            self.session = get_spark(app_name="streamlab-hidden-checks")
-        except BaseException as err:  # reported when the checks need Spark
-            self.error = err
-
-    def get(self, timeout_s: float = 300):
-        self._thread.join(timeout_s)
-        if self.session is None:
-            raise RuntimeError(f"Spark for the hidden checks did not start: {self.error}")
-        return self.session
-
-
-def run_hidden_checks(path: Path, expected_sha256: str | None = None, *,
-                      spark: SparkStarter | None = None, keep_spark: bool = False) -> list[CheckOutcome]:
-    """Run the checks in ``path`` on this process's data folder and topic prefix.
-
-    Spark (``spark``'s session, or one started here) is stopped afterwards, unless ``keep_spark``:
-    a warm worker keeps it for the next submission's checks.
-
-    Refuses (raises RuntimeError) if the file's bytes are not the ones the grader hashed.
+    Started when the submission's turn begins, so that its Spark starts while the notebook runs. With
+    ``sandbox`` (a function making a ``Sandbox`` for it), the process runs in that sandbox: its own limits,
+    user, processes and network (Kafka through the door), the student's data folder read-only. ``run()``
+    proves the runtime is alive first (it answered a query), replaces a lost one once, then checks.
     """
-    checks = load_checks(path, expected_sha256)
-    artifacts = Artifacts()
-    if spark is not None:
-        artifacts.spark = spark.get  # the session started while the notebook ran
-    try:
-        results = run_checks(checks, artifacts)
-    finally:
-        session = artifacts._spark or (spark.session if spark is not None else None)
-        if session is not None and not keep_spark:
-            stop_spark_and_jvm(session)
-    return [CheckOutcome(r.name, list(r.cells), r.passed, r.detail) for r in results]
 
+    def __init__(self, checks: Path, checks_sha256: str, *, student_data: Path, topic_prefix: str, env: dict,
+                 log: Path | None = None, sandbox: Callable[[], object] | None = None):
+        self.command = [sys.executable, "-m", "streamlab.grading.checks_runner", str(checks),
+                        "--sha256", checks_sha256, "--student-data", str(student_data),
+                        "--topic-prefix", topic_prefix]
+        self.env, self.log, self.make_box = env, log, sandbox  # log None: this process's stderr
+        self.box = None
+        self.proc: subprocess.Popen | None = None
+        self.started = 0
+        self._buffer = b""
+        self._start()
 
-def stop_spark_and_jvm(session) -> None:
-    """Stop Spark and its JVM now, so the grader's sweep does not count the JVM as a process the
-    submission left running."""
-    from pyspark import SparkContext
+    def _start(self) -> None:
+        self.box = self.make_box() if self.make_box is not None else None
+        command = self.box.command(*self.command) if self.box is not None else self.command
+        cwd = self.box.work if self.box is not None else Path(self.env["STREAMLAB_DATA_DIR"]).parent
+        Path(cwd).mkdir(parents=True, exist_ok=True)
+        with (open(self.log, "ab") if self.log is not None else nullcontext(sys.stderr)) as log:
+            self.proc = subprocess.Popen(command, env=self.env, cwd=str(cwd), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        self._buffer = b""
+        self.started += 1
 
-    gateway = SparkContext._gateway
-    session.stop()
-    proc = getattr(gateway, "proc", None)
-    if gateway is not None:
-        gateway.shutdown()
-    if proc is not None:
-        proc.terminate()
+    def _why_gone(self) -> str:
+        hit = self.box.limits_hit() if self.box is not None else []
+        code = self.proc.poll()
+        return (f"the checks' process hit a limit: {', '.join(hit)}" if hit else
+                f"the checks' process ended (exit status {code})" if code is not None else
+                "the checks' process stopped answering")
+
+    def _receive(self, wait_s: float) -> dict:
+        """The next JSON line from the process, within ``wait_s``; ChecksBroken if none comes."""
+        deadline = time.monotonic() + wait_s
+        out = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChecksBroken(f"the checks gave no answer within {wait_s:g} s")
+            ready, _, _ = select.select([out], [], [], min(remaining, 1.0))
+            if not ready:
+                if self.proc.poll() is not None:
+                    raise ChecksBroken(self._why_gone())
+                continue
+            chunk = os.read(out, 65536)
+            if not chunk:
+                self.proc.wait(timeout=10)
+                raise ChecksBroken(self._why_gone())
+            self._buffer += chunk
+            if len(self._buffer) > MESSAGE_BYTES:
+                raise ChecksBroken(f"the checks' answer is longer than {MESSAGE_BYTES // MB} MB")
+        line, _, self._buffer = self._buffer.partition(b"\n")
         try:
-            proc.wait(timeout=15)
-        except Exception:  # still there: the grader's sweep kills it
-            pass
+            message = json.loads(line)
+        except ValueError as err:
+            raise ChecksBroken(f"the checks' answer is not JSON ({err})") from err
+        if not isinstance(message, dict):
+            raise ChecksBroken("the checks' answer is not a JSON object")
+        return message
+
+    def _ready(self, wait_s: float) -> None:
+        message = self._receive(wait_s)
+        if message.get("ready") is not True:
+            raise ChecksBroken(f"the checks' Spark did not start: {message.get('error', message)}")
+
+    def run(self, *, ready_wait_s: float = READY_WAIT_S, wait_s: float = CHECKS_WAIT_S) -> list[CheckOutcome]:
+        """The health check (replacing a lost runtime once), then the checks on what the submission left."""
+        try:
+            self._ready(ready_wait_s)
+        except ChecksBroken as first:
+            print(f"hidden checks: {first}; starting them again", file=sys.stderr)
+            self.close()
+            self._start()
+            self._ready(ready_wait_s)
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.flush()
+        except OSError as err:
+            raise ChecksBroken(self._why_gone()) from err
+        message = self._receive(wait_s)
+        if "error" in message:
+            raise ChecksBroken(str(message["error"])[:500])
+        try:
+            return [CheckOutcome(str(o["name"]), [str(c) for c in o["cells"]], bool(o["passed"]),
+                                 str(o.get("detail", ""))[:300]) for o in message["outcomes"]]
+        except (KeyError, TypeError) as err:
+            raise ChecksBroken(f"the checks' answer is malformed ({err})") from err
+
+    def close(self) -> None:
+        """Stop the process (and everything in its sandbox) and remove its sandbox and work folder."""
+        if self.proc is not None:
+            if self.box is not None:
+                self.box.stop()
+            if self.proc.poll() is None:
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                pass
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.proc = None
+        if self.box is not None:
+            self.box.close()
+            self.box.remove_work()
+            self.box = None
 
 
 def unconfirmed_cells(outcomes: list[CheckOutcome]) -> set[str]:

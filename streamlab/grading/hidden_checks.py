@@ -11,7 +11,7 @@ How a lab is written for it (see the README's lab authoring guide):
   from ``sl.new_checkpoint("lab02-dedup")`` and topics from ``sl.new_topic("lab02-dedup-out")``;
   a query's output reaches a topic through ``sl.run_to_end(..., output_topic=topic)`` (Spark
   writes it, batch by batch, with each row's ``batch_id``);
-* beside the solution notebook, ``solutions/<lab>/checks.py`` (never released to students) holds
+* beside the solution notebook, ``solutions/<lab>/hidden_checks.py`` (never released to students) holds
   one function per part, decorated with the test cells it confirms::
 
       from streamlab.grading.hidden_checks import check
@@ -26,7 +26,13 @@ How a lab is written for it (see the README's lab authoring guide):
   A check passes by returning; ``assert`` (or ``CheckFailed``) fails it with its message, which
   the student sees in the feedback. Any other exception fails it too, with its type and message.
 * a test cell's nbgrader points count only when its check passes: the visible tests give quick
-  feedback in the notebook but cannot earn points by themselves.
+  feedback in the notebook but cannot earn points by themselves;
+* a lab has no hidden tests: anything that runs in the student's kernel, their code can read and
+  print, so the answer key is the lab's ``hidden_checks.py`` alone. A value only the kernel holds (what
+  a student's function returned) is handed out by a locked cell,
+  ``sl.produce(sl.new_topic("lab03-bytes-answer"), [...])``, read by the check with
+  ``run.records("lab03-bytes-answer")`` and compared with the truth it computes from the artifacts,
+  never trusted alone.
 """
 from __future__ import annotations
 
@@ -38,9 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..lessons.checkpoint import Checkpoint
-from ..stack.kafka import bootstrap_servers, end_offsets, list_topics, read_topic
+from ..stack.kafka import RecordTooLarge, bootstrap_servers, end_offsets, list_topics, read_topic
 from ..stack.paths import data_dir, project_root
 from ..stack.session import spark as get_spark
+from .bounds import FETCH_BYTES, RECORD_BYTES, TooLarge, scan_checkpoint
 
 _HEX = re.compile(r"^[0-9a-f]{6}$")
 
@@ -106,6 +113,10 @@ class Artifacts:
             raise CheckFailed(f"no checkpoint named {name!r}: the part's query did not run")
         if len(found) > 1:
             raise CheckFailed(f"{len(found)} checkpoints named {name!r}: run the notebook once, top to bottom")
+        try:
+            scan_checkpoint(found[0])  # every size bounded before Spark or this process reads a byte of it
+        except TooLarge as err:
+            raise CheckFailed(f"the checkpoint {name!r} is not one a Spark query of this lab writes: {err}") from err
         ckpt = Checkpoint(found[0])
         if committed:
             require_real_checkpoint(ckpt)
@@ -127,7 +138,10 @@ class Artifacts:
         total = sum(end_offsets(topic).values())
         if total > limit:
             raise CheckFailed(f"topic {name!r} holds {total} records, more than the {limit} expected")
-        return read_topic(topic, limit=limit)
+        try:
+            return read_topic(topic, limit=limit, max_record_bytes=RECORD_BYTES, fetch_bytes=FETCH_BYTES)
+        except RecordTooLarge as err:
+            raise CheckFailed(f"topic {name!r}: {err}") from err
 
     def output(self, name: str):
         """A query's output written with ``output_topic=``: a pandas DataFrame of its rows with

@@ -41,7 +41,9 @@ from pathlib import Path
 
 from ..stack.java import find_java
 from ..stack.paths import PACKAGE_DIR, cache_dir
-from .sandbox_boot import join
+from .bounds import bounded_kernel_client
+from .kafka_requests import RefusedRequest, TopicBudget, read_frame
+from .sandbox_boot import pump
 
 KERNEL_NAME = "streamlab-sandbox"
 CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandbox gets a group in
@@ -252,11 +254,16 @@ def _is_root() -> bool:
     return os.geteuid() == 0
 
 
+FILES_PER_MB = 64  # the work folder's files (inodes): a lab's reference leaves ~2,000; 65,536 in 1 GB
+
+
 def mount_limited(folder: Path, size_mb: int, uid: int) -> bool:
-    """Make ``folder`` a tmpfs of ``size_mb`` owned by ``uid`` (root only); False where that cannot be done."""
+    """Make ``folder`` a tmpfs of ``size_mb`` (and ``FILES_PER_MB`` files a MB) owned by ``uid`` (root only);
+    False where that cannot be done. The file count bounds what the grader walks through afterwards."""
     if not _is_root():
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0700,uid={uid},gid={uid},nosuid,nodev",
+    options = f"size={size_mb}m,nr_inodes={size_mb * FILES_PER_MB},mode=0700,uid={uid},gid={uid},nosuid,nodev"
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options,
                            "streamlab-sandbox", str(folder)], capture_output=True)
     return done.returncode == 0
 
@@ -268,18 +275,31 @@ def unmount(folder: Path) -> None:
 
 # ----------------------------------------------------------------------------- the Kafka door
 
+DOOR_CONNECTIONS = 64  # open at once, per sandbox (a lab's Spark query and clients use ~10)
+
+
 class KafkaDoor:
     """The sandbox's only way out: a socket file; each connection to it is joined to a connection the
     grader opens to Kafka (``open_outer``: plain TCP to the broker, or, with a principal, an
     authenticated one to its SANDBOX listener: see ``tenancy``).
 
     Inside, ``sandbox_boot`` listens on the broker's ports on loopback and joins each connection to the
-    socket file, so a Kafka client inside uses the same ``host:port`` as outside.
+    socket file, so a Kafka client inside uses the same ``host:port`` as outside. At most
+    ``max_connections`` are open at once (each costs the grader two threads and the broker a descriptor):
+    one more is closed at once, and counted in ``refused``.
     """
 
-    def __init__(self, path: Path, open_outer):
+    def __init__(self, path: Path, open_outer, *, max_connections: int = DOOR_CONNECTIONS,
+                 budget: TopicBudget | None = None):
         self.path = Path(path)
         self.open_outer = open_outer
+        self.max_connections = max_connections
+        self.budget = budget  # the topics and partitions the sandbox may create (see ``kafka_requests``)
+        self.refusals: list[str] = []  # why requests were refused
+        self.open = 0       # connections joined now
+        self.peak = 0       # the most joined at once
+        self.refused = 0    # connections closed because ``max_connections`` were open
+        self._lock = threading.Lock()
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(self.path))
         os.chmod(self.path, 0o777)  # the sandbox's user connects to it
@@ -294,7 +314,19 @@ class KafkaDoor:
                 inner, _ = self.server.accept()
             except OSError:
                 return
+            with self._lock:
+                admitted = self.open < self.max_connections
+                self.open += admitted
+                self.peak = max(self.peak, self.open)
+                self.refused += not admitted
+            if not admitted:
+                inner.close()
+                continue
             threading.Thread(target=self._open, args=(inner,), daemon=True).start()
+
+    def _release(self) -> None:
+        with self._lock:
+            self.open -= 1
 
     def _open(self, inner: socket.socket) -> None:
         try:
@@ -303,8 +335,37 @@ class KafkaDoor:
         except Exception as err:  # noqa: BLE001 - the client inside sees a closed connection
             print(f"kafka door: could not open a connection to Kafka: {type(err).__name__}: {err}", file=sys.stderr)
             inner.close()
+            self._release()
             return
-        join(inner, outer)
+        back = threading.Thread(target=pump, args=(outer, inner), daemon=True)  # Kafka -> the sandbox
+        back.start()
+        try:
+            self._forward_requests(inner, outer)  # the sandbox -> Kafka, in this thread; either end closes both
+            back.join()
+        finally:
+            self._release()
+
+    def _forward_requests(self, inner: socket.socket, outer: socket.socket) -> None:
+        """Pass the sandbox's requests on one frame at a time, each within ``MAX_REQUEST_BYTES`` and
+        the topic budget; at the first refused one, close the connection."""
+        try:
+            while (frame := read_frame(inner)) is not None:
+                why = self.budget.admit(frame) if self.budget is not None else None
+                if why is not None:
+                    self.refusals.append(why)
+                    print(f"kafka door: refused a request: {why}", file=sys.stderr)
+                    break
+                outer.sendall(frame)
+        except OSError as err:
+            if isinstance(err, RefusedRequest):
+                self.refusals.append(str(err))
+        finally:
+            for sock in (inner, outer):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
 
     def close(self) -> None:
         self._closed = True
@@ -404,7 +465,7 @@ class Sandbox:
     """
 
     def __init__(self, env: dict[str, str], limits: Limits | None = None, *, principal=None,
-                 sandbox_servers: str | None = None):
+                 sandbox_servers: str | None = None, read_only: tuple[str, ...] = ()):
         self.limits = limits or Limits()
         self.work = Path(env["STREAMLAB_DATA_DIR"]).parent
         self.runtime = Path(tempfile.mkdtemp(prefix="streamlab-sandbox-"))
@@ -415,8 +476,10 @@ class Sandbox:
         self.limited_disk = mount_limited(self.work, self.limits.disk_mb, self.uid)
         (self.work / "tmp").mkdir(exist_ok=True)
         os.chmod(self.work / "tmp", 0o1777)
+        (self.work / "data").mkdir(exist_ok=True)  # made now: the hidden checks' sandbox binds it (read-only)
         if _is_root():
             os.chown(self.work, self.uid, self.uid)
+            os.chown(self.work / "data", self.uid, self.uid)
         kernel_dir = self.runtime / "kernel"
         kernel_dir.mkdir()
         if _is_root():
@@ -429,10 +492,12 @@ class Sandbox:
             sandbox_host, sandbox_port = sandbox_servers.split(",")[0].rsplit(":", 1)
             ports.append(int(sandbox_port))
             hosts.add(sandbox_host)
-            self.door = KafkaDoor(kernel_dir / "kafka.sock", lambda: principal.connect(sandbox_servers))
+            self.door = KafkaDoor(kernel_dir / "kafka.sock", lambda: principal.connect(sandbox_servers),
+                                  budget=TopicBudget(prefix=env["STREAMLAB_TOPIC_PREFIX"]))
         else:
             self.door = KafkaDoor(kernel_dir / "kafka.sock",
-                                  lambda: socket.create_connection((host, int(port)), timeout=10))
+                                  lambda: socket.create_connection((host, int(port)), timeout=10),
+                                  budget=TopicBudget(prefix=env["STREAMLAB_TOPIC_PREFIX"]))
         home = self.work / "home"
         (self.runtime / "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
                                              f"student:x:{self.uid}:{self.uid}:student:{home}:/bin/sh\n")
@@ -448,7 +513,8 @@ class Sandbox:
         self.spec = {
             "uid": self.uid,
             "bwrap": bwrap_arguments(uid=self.uid, work=self.work, runtime=self.runtime, spec=spec_path,
-                                     read_only=read_only_paths(Path(kernel_env["STREAMLAB_CACHE_DIR"]), java_home)),
+                                     read_only=[*read_only_paths(Path(kernel_env["STREAMLAB_CACHE_DIR"]), java_home),
+                                                *read_only]),
             "path": SPEC_INSIDE,
             "cgroup_procs": self.cgroups.procs_files,
             "env": kernel_env,
@@ -494,6 +560,9 @@ class Sandbox:
             found["cpu_seconds"] = round(cpu, 1)
         if self.limited_disk:
             found["disk_mb"] = round(shutil.disk_usage(self.work).used / 2**20, 1)
+        found["kafka_connections_peak"] = self.door.peak
+        if self.door.refused or self.door.refusals:
+            found["kafka_refused"] = self.door.refused + len(self.door.refusals)
         return found
 
     def limits_hit(self) -> list[str]:
@@ -554,14 +623,24 @@ class Sandbox:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def kernel_manager_class(folder: Path, uid: int | None = None):
-    """A jupyter_client kernel manager whose connection file and sockets (the ``ipc`` transport: socket
-    files, no TCP) are in ``folder``: the sandbox has no network of the grader's to listen on."""
+def kernel_manager_class(folder: Path | None = None, uid: int | None = None):
+    """A jupyter_client kernel manager whose clients' sockets are bounded (``bounds.bounded_kernel_client``).
+    With ``folder``: its connection file and sockets (the ``ipc`` transport: socket files, no TCP) are in
+    ``folder``, as the sandbox has no network of the grader's to listen on."""
     import uuid
 
     from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
 
-    class SandboxKernelManager(AsyncKernelManager):
+    class BoundedKernelManager(AsyncKernelManager):
+        @default("client_factory")
+        def _bounded_client(self):
+            return bounded_kernel_client()
+
+    if folder is None:
+        return BoundedKernelManager
+
+    class SandboxKernelManager(BoundedKernelManager):
         async def _async_pre_start_kernel(self, **kwargs):
             name = folder / f"kernel-{uuid.uuid4().hex[:12]}"
             self.transport = "ipc"
@@ -575,13 +654,16 @@ def kernel_manager_class(folder: Path, uid: int | None = None):
     return SandboxKernelManager
 
 
-def untrusted_folder(folder: Path) -> list[str]:
+def untrusted_folder(folder: Path, *, readable: bool = False) -> list[str]:
     """Make what a submission left in ``folder`` safe for the grader to read: remove every symbolic
     link, pipe, socket and device in it (nothing read afterwards leads out of the folder or blocks).
-    Returns what was removed (relative paths)."""
+    ``readable``: also let any user read it (the hidden checks' sandbox runs as a user of its own; the
+    submission's processes are gone by then). Returns what was removed (relative paths)."""
     import stat
 
     removed = []
+    if readable:
+        os.chmod(folder, 0o755)
     for root, dirs, files in os.walk(folder, followlinks=False):
         for name in [*dirs, *files]:
             path = Path(root) / name
@@ -592,6 +674,8 @@ def untrusted_folder(folder: Path) -> list[str]:
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 path.unlink(missing_ok=True)
                 removed.append(str(path.relative_to(folder)))
+            elif readable:
+                os.chmod(path, 0o755 if stat.S_ISDIR(mode) else 0o644)
         dirs[:] = [d for d in dirs if (Path(root) / d).is_dir() and not (Path(root) / d).is_symlink()]
     return removed
 

@@ -5,7 +5,8 @@
 
 The first form grades one submission. The second is a warm worker (see ``warm``): it grades the
 submissions the grader sends it over the channel FD, one after another, with nbgrader already
-imported and the hidden checks' Spark already running; every student still gets a fresh kernel.
+imported; every student still gets a fresh kernel, and fresh hidden checks in a process of their own
+(``hidden.ChecksProcess``), started while the notebook runs.
 
 It runs nbgrader's own ``autograde`` (which puts the original test cells back, hidden tests
 included, then executes the notebook in a fresh kernel with a time limit per cell) and
@@ -26,21 +27,25 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .bounds import bounded_execute
+from .feedback import inert_feedback_pages
 from .hidden import (
-    SparkStarter,
+    CHECKS_LIMITS,
+    ChecksBroken,
+    ChecksProcess,
     add_summary_to_feedback,
     as_dicts,
+    checks_work,
     no_extra_credit,
-    run_hidden_checks,
-    stop_spark_and_jvm,
     summary_detail,
     unconfirmed_cells,
     withdraw_points,
 )
 from .labs import nbgrader_config, run_converter
 from .results import CellGrade, Status, WorkerReport
-from .sandbox import Limits, Sandbox, untrusted_folder
+from .sandbox import Limits, Sandbox, kernel_manager_class, untrusted_folder
 from .tenancy import Principal
+from .withhold import withhold_hidden_tests
 
 
 def _parse_time(stamp: str) -> datetime:
@@ -93,18 +98,17 @@ def _read_autograded(notebooks: list[Path], started_at: datetime) -> tuple[list[
 
 def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None = None,
                checks: Path | None = None, checks_sha256: str | None = None, *,
-               spark: SparkStarter | None = None, limits: Limits | None = None,
-               sandboxed: bool = True, principal: Principal | None = None,
+               limits: Limits | None = None, sandboxed: bool = True, principal: Principal | None = None,
                kafka_sandbox: str | None = None) -> WorkerReport:
     """nbgrader autograde, the lab's hidden checks (``checks``: its hidden_checks.py), then
     generate_feedback, for ``student``'s submission in ``course``.
 
     ``sandboxed``: the student's kernel runs in a ``Sandbox`` (with ``limits``), made from this
-    process's environment (the submission's data folder, topic prefix and broker) and gone afterwards.
-    ``principal`` and ``kafka_sandbox`` (the broker's SANDBOX listener): its Kafka connections are the
-    principal's, allowed the submission's topics only (see ``tenancy``); without them, the topic prefix.
-    ``spark``: a warm worker's running Spark for the checks (kept afterwards); without it, one is
-    started here while the notebook runs, and stopped after the checks."""
+    process's environment (the submission's data folder, topic prefix and broker) and gone afterwards;
+    the hidden checks run in a sandbox of their own (``hidden.ChecksProcess``), with the student's data
+    folder read-only. ``principal`` and ``kafka_sandbox`` (the broker's SANDBOX listener): their Kafka
+    connections are the principal's, allowed the submission's topics only (see ``tenancy``); without
+    them, the topic prefix."""
     box = None
     saved_env = dict(os.environ)
     try:
@@ -113,7 +117,15 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
                 principal.allow_only(os.environ["STREAMLAB_TOPIC_PREFIX"])
             box = Sandbox(dict(os.environ), limits, principal=principal, sandbox_servers=kafka_sandbox)
             os.environ.update(box.kernel_env())
-        return _grade(course, lab, student, cell_timeout, checks, checks_sha256, spark, box)
+        checks_process = None
+        if checks is not None:
+            checks_process = _start_checks(checks, checks_sha256, sandboxed=sandboxed, principal=principal,
+                                           kafka_sandbox=kafka_sandbox)
+        try:
+            return _grade(course, lab, student, cell_timeout, checks_process, box)
+        finally:
+            if checks_process is not None:
+                checks_process.close()
     finally:
         if box is not None:
             box.close()
@@ -121,17 +133,38 @@ def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None 
         os.environ.update(saved_env)
 
 
-def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, checks: Path | None,
-           checks_sha256: str | None, spark: SparkStarter | None, box: Sandbox | None) -> WorkerReport:
+def _start_checks(checks: Path, checks_sha256: str | None, *, sandboxed: bool, principal: Principal | None,
+                  kafka_sandbox: str | None) -> ChecksProcess:
+    """Start the submission's hidden checks (their Spark starts while the notebook runs)."""
+    student_data = Path(os.environ["STREAMLAB_DATA_DIR"])
+    env = dict(os.environ, STREAMLAB_DATA_DIR=str(checks_work(student_data) / "data"))
+    env.pop("JUPYTER_PATH", None)
+    make_box = None
+    if sandboxed:
+        def make_box():
+            return Sandbox(env, CHECKS_LIMITS, principal=principal, sandbox_servers=kafka_sandbox,
+                           read_only=(str(checks), str(student_data)))
+    return ChecksProcess(checks, checks_sha256 or "", student_data=student_data,
+                         topic_prefix=os.environ["STREAMLAB_TOPIC_PREFIX"], env=env, sandbox=make_box)
+
+
+def _grade(course: Path, lab: str, student: str, cell_timeout: float | None,
+           checks: ChecksProcess | None, box: Sandbox | None) -> WorkerReport:
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde, GenerateFeedback
 
     config = nbgrader_config(course, cell_timeout=cell_timeout)
+    # outputs kept within bounds as they arrive (see ``bounds``); the rest of nbgrader's steps as they are
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    config.Autograde.autograde_preprocessors = [bounded_execute() if step.__name__ == "Execute" else step
+                                                for step in steps]
+    # the test cells come back as the instructor wrote them, then lose their hidden tests (see ``withhold``)
+    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    at = [step.__name__ for step in steps].index("OverwriteCells") + 1
+    config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
+    config.Execute.kernel_manager_class = kernel_manager_class()
     if box is not None:
         box.configure(config)
-    keep_spark = spark is not None
-    if spark is None and checks is not None:
-        spark = SparkStarter()  # ready by the time the checks run
     started, started_at = time.monotonic(), datetime.now(UTC)
     with (box.stopped_at_a_limit() if box is not None else nullcontext()):
         autograded = run_converter(Autograde, config, assignment=lab, student=student,
@@ -145,7 +178,7 @@ def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, che
         if hit:
             return WorkerReport.no_result(Status.LIMIT, f"limit exceeded: {', '.join(hit)}; the submission "
                                                         f"was stopped and scores 0", usage=usage, **timings)
-        untrusted_folder(box.work)
+        untrusted_folder(box.work, readable=True)
     timings["usage"] = usage
     if not autograded["success"]:
         sys.stderr.write(autograded.get("error", ""))
@@ -159,12 +192,13 @@ def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, che
 
     outcomes = []
     if checks is not None:
-        # The student's kernel is gone: check what the run left behind, in this process.
+        # The student's kernel is gone: check what the run left behind, in the checks' own process.
         started_checks = time.monotonic()
         try:
-            outcomes = run_hidden_checks(checks, checks_sha256, spark=spark, keep_spark=keep_spark)
-        except Exception as err:  # the checks themselves could not run: not the student's doing
-            return WorkerReport.no_result(Status.ERROR, f"the lab's hidden checks failed to run: {err}", **timings)
+            outcomes = checks.run()
+        except ChecksBroken as err:  # the checks could not give a verdict: not the student's doing
+            return WorkerReport.no_result(Status.ERROR, f"the grader's hidden checks broke on this submission "
+                                                        f"({err}); it is graded again by the next run", **timings)
         timings["checks_seconds"] = round(time.monotonic() - started_checks, 1)
         with Gradebook(config.CourseDirectory.db_url) as gradebook:
             withdraw_points(gradebook, lab, student, unconfirmed_cells(outcomes))
@@ -184,6 +218,7 @@ def _grade(course: Path, lab: str, student: str, cell_timeout: float | None, che
                  for nb in submission.notebooks for grade in nb.grades]
     if outcomes:
         add_summary_to_feedback(course / "feedback" / student / lab, outcomes)
+    inert_feedback_pages(course / "feedback" / student / lab)  # a security policy first in every page
     if timeouts:
         status = Status.TIMED_OUT
         detail = f"stopped after {config.Execute.timeout} s in: {', '.join(timeouts)} (other cells graded)"
@@ -220,12 +255,7 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
 
     os.set_inheritable(channel_fd, False)
     channel = Connection(channel_fd)
-    spark = SparkStarter() if checks is not None else None
-    import nbgrader.converters  # noqa: F401 - imported once, while Spark starts
-    if spark is not None:
-        # Before any student's environment replaces this process's: the checks' JVM must carry the
-        # worker's tag, not the first student's (the sweep after that student would kill it).
-        spark.get()
+    import nbgrader.converters  # noqa: F401 - imported once, for every student
     own_env, own_cwd = dict(os.environ), os.getcwd()
     principal = None  # this slot's Kafka principal, made for the first sandboxed submission
     while True:
@@ -243,7 +273,7 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
                     if sandbox is not None and kafka_sandbox and principal is None:
                         principal = Principal(os.environ["KAFKA_BOOTSTRAP_SERVERS"])
                     report = run_worker(Path(request["course"]), request["lab"], request["student"],
-                                        request.get("cell_timeout"), checks, checks_sha256, spark=spark,
+                                        request.get("cell_timeout"), checks, checks_sha256,
                                         limits=Limits(**sandbox) if sandbox else None,
                                         sandboxed=sandbox is not None, principal=principal,
                                         kafka_sandbox=kafka_sandbox)
@@ -259,8 +289,6 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
         channel.send_bytes(json.dumps({"nonce": request["nonce"], "report": report.to_json()}).encode())
     if principal is not None:
         principal.remove()
-    if spark is not None and spark.session is not None:
-        stop_spark_and_jvm(spark.session)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -102,6 +102,32 @@ def test_output_rejects_records_that_are_not_rows(kafka_bootstrap, monkeypatch):
         sl.delete_topic(topic)
 
 
+def test_huge_records_are_refused_one_by_one_before_they_are_decoded(kafka_bootstrap, monkeypatch):
+    """A topic of gzip'd 48 MB records (each ~50 kB on the wire) made the old checks decode them all: a 6.7 GB
+    worker. Now the first record over ``bounds.RECORD_BYTES`` fails the check, and a fetch brings 4 MB at most."""
+    import resource
+
+    from kafka import KafkaProducer
+
+    monkeypatch.setenv("STREAMLAB_TOPIC_PREFIX", "hc-huge-")
+    topic = sl.new_topic("lab99-huge-out")
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, compression_type="gzip",
+                             max_request_size=100 * 2**20, buffer_memory=128 * 2**20)
+    value = b'{"batch_id": 0, "path": "' + b"a" * (48 * 2**20) + b'"}'
+    try:
+        for _ in range(5):
+            producer.send(topic, value).get(timeout=60)
+        producer.close()
+        del value
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with pytest.raises(hc.CheckFailed, match=r"holds \d+ bytes; at most 1048576 are read"):
+            hc.Artifacts(topic_prefix="hc-huge-").output("lab99-huge-out")
+        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+        assert grown_mb < 200, f"reading grew this process by {grown_mb:.0f} MB"  # 5 x 48 MB decoded: 240 MB+
+    finally:
+        sl.delete_topic(topic)
+
+
 @pytest.mark.parametrize("lab", find_labs())
 def test_every_graded_cell_has_a_hidden_check(lab):
     """Points come only from cells a hidden check confirms: a lab without hidden_checks.py, or a graded

@@ -1,0 +1,182 @@
+"""How much of what a student made the grader will read: every untrusted size, bounded before it is read.
+
+A submission is the student's; so is everything its run leaves behind (checkpoints, state files, topics,
+outputs). The grader reads all of them outside the sandbox, so each has a cap here, checked before (or
+while) it is read, never after. The caps are far above what any lab's reference solution makes (its
+measured sizes are in the comments), so only a crafted submission meets them.
+
+Output caps follow PrairieLearn's 1 MB cap on an autograder's results as the anchor.
+"""
+from __future__ import annotations
+
+MB = 2**20
+
+NOTEBOOK_BYTES = 64 * MB          # the submitted file, by stat() before it is opened (a lab with outputs: < 2 MB)
+CELL_OUTPUT_BYTES = 1 * MB        # one cell's outputs, as the grader keeps them (a lesson's plot: ~60 kB)
+NOTEBOOK_OUTPUT_BYTES = 5 * MB    # all the outputs of a notebook together
+KERNEL_MESSAGE_BYTES = 8 * MB     # one message from the kernel (ZeroMQ refuses a larger one)
+KERNEL_MESSAGES_QUEUED = 64       # messages ZeroMQ holds for the grader at once (at most 512 MB together)
+RECORD_BYTES = 1 * MB             # one Kafka record the checks read, after decompression (a lab's: < 1 kB)
+FETCH_BYTES = 4 * MB              # what one fetch of the checks' consumer may bring, compressed
+
+# A checkpoint the checks read (measured: the largest any lab's reference leaves is ~6 MB in ~900 files)
+CHECKPOINT_FILES = 20_000         # files in one checkpoint folder
+CHECKPOINT_BYTES = 512 * MB       # their sizes together, on disk
+LOG_FILE_BYTES = 1 * MB           # a file of the query's logs: metadata, offsets/N, commits/N, sources/...
+ZIP_ENTRIES = 10_000              # entries in one state snapshot zip (RocksDB's)
+ZIP_EXPANDED_BYTES = 128 * MB     # one zip's entries together, decompressed (counted, not trusted from its header)
+ZIP_METADATA_BYTES = 1 * MB       # its ``metadata`` entry (RocksDB's list of files), decompressed
+STATE_SUFFIXES = (".zip", ".delta", ".snapshot", ".changelog", ".sst")  # state data, not log files
+
+
+class TooLarge(ValueError):
+    """Something a student made is larger than the grader reads; the message says what and how large."""
+
+
+def scan_checkpoint(folder) -> None:
+    """Raise ``TooLarge`` unless the checkpoint folder ``folder`` is within the caps above: its file count,
+    its total size, each log file, and each state zip's entries decompressed (streamed and counted, so a
+    zip whose header lies about its sizes is caught too). Symbolic links were removed before (see
+    ``sandbox.untrusted_folder``); any left are refused."""
+    import os
+    import stat
+    import zipfile
+    from pathlib import Path
+
+    root = Path(folder)
+    files = total = 0
+    for here, dirs, names in os.walk(root, followlinks=False):
+        for name in [*dirs, *names]:
+            path = Path(here) / name
+            info = path.lstat()
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                raise TooLarge(f"{path.relative_to(root)} is not a regular file")
+            files += 1
+            total += info.st_size
+            if files > CHECKPOINT_FILES:
+                raise TooLarge(f"the checkpoint holds more than {CHECKPOINT_FILES} files")
+            if total > CHECKPOINT_BYTES:
+                raise TooLarge(f"the checkpoint's files hold more than {CHECKPOINT_BYTES // MB} MB")
+            if not name.endswith(STATE_SUFFIXES) and info.st_size > LOG_FILE_BYTES:
+                raise TooLarge(f"{path.relative_to(root)} is {info.st_size // 1024} kB; a Spark query writes "
+                               f"such a file in a few kB")
+            if name.endswith(".zip"):
+                try:
+                    _scan_zip(path, root)
+                except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
+                    if isinstance(err, TooLarge):
+                        raise
+                    raise TooLarge(f"{path.relative_to(root)} is not a zip Spark can read ({err})") from err
+
+
+def _scan_zip(path, root) -> None:
+    import zipfile
+
+    where = path.relative_to(root)
+    with zipfile.ZipFile(path) as archive:
+        entries = archive.infolist()
+        if len(entries) > ZIP_ENTRIES:
+            raise TooLarge(f"{where} holds {len(entries)} entries")
+        expanded = 0
+        for entry in entries:
+            cap = ZIP_METADATA_BYTES if entry.filename.rsplit("/", 1)[-1] == "metadata" else ZIP_EXPANDED_BYTES
+            if entry.file_size > cap or expanded + entry.file_size > ZIP_EXPANDED_BYTES:
+                raise TooLarge(f"{where}: {entry.filename} says it expands to {entry.file_size // MB} MB")
+            size = 0
+            with archive.open(entry) as stream:
+                while chunk := stream.read(MB):
+                    size += len(chunk)
+                    if size > cap or expanded + size > ZIP_EXPANDED_BYTES:
+                        raise TooLarge(f"{where}: {entry.filename} expands to more than "
+                                       f"{min(cap, ZIP_EXPANDED_BYTES) // MB} MB")
+            expanded += size
+
+
+def bounded_execute():
+    """nbgrader's ``Execute`` preprocessor, keeping at most ``CELL_OUTPUT_BYTES`` of each cell's outputs and
+    ``NOTEBOOK_OUTPUT_BYTES`` of the notebook's, as they arrive: an output past a cap is never kept, only a
+    note saying so (the kernel's messages themselves are capped by ``bounded_kernel_client``)."""
+    return _bounded_execute()
+
+
+_BUILT = {}
+
+
+def _bounded_execute():
+    if "execute" in _BUILT:
+        return _BUILT["execute"]
+    import json
+
+    import nbformat
+    from nbgrader.preprocessors import Execute
+
+    class BoundedExecute(Execute):
+        # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection; a cell whose
+        # "idle" was dropped with it ends after iopub_timeout instead of failing the whole notebook.
+        raise_on_iopub_timeout = False
+
+        def preprocess(self, nb, resources=None, km=None):
+            self._kept = {}        # cell index -> bytes of output kept
+            self._noted = set()    # cells whose outputs were cut (noted once)
+            self._total = 0
+            return super().preprocess(nb, resources, km)
+
+        def output(self, outs, msg, display_id, cell_index):
+            size = len(json.dumps(msg.get("content", {}), default=str))
+            kept = self._kept.get(cell_index, 0)
+            if kept + size > CELL_OUTPUT_BYTES or self._total + size > NOTEBOOK_OUTPUT_BYTES:
+                if cell_index not in self._noted:
+                    self._noted.add(cell_index)
+                    cell_full = kept + size > CELL_OUTPUT_BYTES
+                    where, cap = ("this cell's", CELL_OUTPUT_BYTES) if cell_full else \
+                        ("the notebook's", NOTEBOOK_OUTPUT_BYTES)
+                    outs.append(nbformat.v4.new_output(
+                        "stream", name="stdout",
+                        text=f"[the grader kept no more output here: {where} outputs are limited to "
+                             f"{cap // MB} MB]\n"))
+                return None
+            self._kept[cell_index] = kept + size
+            self._total += size
+            return super().output(outs, msg, display_id, cell_index)
+
+        def _update_display_id(self, display_id, msg):
+            if len(json.dumps(msg.get("content", {}), default=str)) > CELL_OUTPUT_BYTES:
+                return  # an update as large as a cell's whole budget is not kept
+            super()._update_display_id(display_id, msg)
+
+    _BUILT["execute"] = BoundedExecute
+    return BoundedExecute
+
+
+def bounded_kernel_client():
+    """A jupyter_client kernel client whose ZeroMQ sockets refuse a message larger than
+    ``KERNEL_MESSAGE_BYTES`` (ZeroMQ drops the connection and reconnects; the message is lost) and hold at
+    most ``KERNEL_MESSAGES_QUEUED`` messages: the grader's memory is bounded before a message is parsed."""
+    if "client" in _BUILT:
+        return _BUILT["client"]
+    import zmq
+    from jupyter_client.asynchronous import AsyncKernelClient
+
+    class BoundedKernelClient(AsyncKernelClient):
+        def _create_connected_socket(self, channel, identity=None):
+            # jupyter_client's own, with the two options set before connect() (ZeroMQ applies them
+            # to connections made afterwards)
+            from jupyter_client.connect import channel_socket_types
+
+            socket = self.context.socket(channel_socket_types[channel])
+            socket.linger = 1000
+            socket.setsockopt(zmq.MAXMSGSIZE, KERNEL_MESSAGE_BYTES)
+            socket.setsockopt(zmq.RCVHWM, KERNEL_MESSAGES_QUEUED)
+            if identity:
+                socket.identity = identity
+            if getattr(self, "curve_publickey", None) is not None:
+                socket.curve_secretkey = self.curve_secretkey
+                socket.curve_publickey = self.curve_publickey
+                socket.curve_serverkey = self.curve_publickey
+            socket.connect(self._make_url(channel))
+            return socket
+
+    _BUILT["client"] = BoundedKernelClient
+    return BoundedKernelClient

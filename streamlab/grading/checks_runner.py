@@ -1,0 +1,94 @@
+"""The hidden checks' own process: one per submission, in a sandbox of its own (see ``hidden.ChecksProcess``).
+
+    python -m streamlab.grading.checks_runner CHECKS --sha256 H --student-data DIR --topic-prefix P
+
+What a lab's checks read (the student's checkpoints, state files and topics) was made by the student, so
+the checks run where that data can only hurt them: a fresh process and JVM per submission, inside its own
+limits (memory, disk, processes, CPU time), with a read-only view of the student's data folder. Whatever a
+crafted checkpoint does to this process, the next student gets a new one.
+
+It talks to the worker in JSON lines on stdin and stdout; everything else it or its JVM prints goes to
+stderr (file descriptor 1 is pointed there for the JVM):
+
+    -> {"ready": true}                 Spark started and answered a query (the health check)
+       {"ready": false, "error": ...}  it could not start: not the student's doing
+    <- go                              the student's kernel is gone: check what it left
+    -> {"outcomes": [...]}             one per check: name, cells, passed, detail
+       {"error": ...}                  the checks' runtime broke while checking: not the student's doing
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+
+from ..stack.session import spark as get_spark
+from .hidden_checks import Artifacts, load_checks, run_checks
+
+# A check that failed with one of these did not find the part wrong: the checks' own runtime broke
+# (its JVM ran out of memory or died). The submission is graded again, never scored on it.
+RUNTIME_BROKE = ("OutOfMemoryError", "Py4JNetworkError", "Py4JError: An error occurred while calling None",
+                 "SparkContext was shut down", "Cannot call methods on a stopped SparkContext",
+                 "Answer from Java side is empty", "Connection refused", "java.lang.StackOverflowError")
+
+
+def healthy(session) -> str | None:
+    """None when the checks' Spark answers a query; else why not."""
+    try:
+        return None if session.range(3).count() == 3 else "Spark counted wrong"
+    except Exception as err:  # noqa: BLE001 - any failure means the runtime is not usable
+        return f"{type(err).__name__}: {str(err).strip()[:200]}"
+
+
+def broken_runtime(results) -> str | None:
+    """Why the checks' runtime, not the student's work, made a check fail (None: it did not)."""
+    for result in results:
+        if not result.passed and any(sign in result.detail for sign in RUNTIME_BROKE):
+            return f"{result.name}: {result.detail[:200]}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.checks_runner",
+                                     description="Run a lab's hidden checks on one submission (started by the worker).")
+    parser.add_argument("checks")
+    parser.add_argument("--sha256", required=True)
+    parser.add_argument("--student-data", required=True)
+    parser.add_argument("--topic-prefix", required=True)
+    args = parser.parse_args(argv)
+
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # the JVM inherits fd 1: whatever it prints goes to stderr, never into the channel
+    sys.stdout = sys.stderr
+
+    def send(message: dict) -> None:
+        channel.write(json.dumps(message) + "\n")
+        channel.flush()
+
+    try:
+        checks = load_checks(args.checks, args.sha256)
+        session = get_spark(app_name="streamlab-hidden-checks")
+        problem = healthy(session)
+    except BaseException as err:  # noqa: BLE001 - reported, never raised past the protocol
+        problem = f"{type(err).__name__}: {str(err).strip()[:300]}"
+    if problem:
+        send({"ready": False, "error": problem})
+        return 1
+    send({"ready": True})
+
+    if sys.stdin.readline().strip() != "go":
+        return 0  # the worker needs no checks after all (the submission stopped at a limit, say)
+    artifacts = Artifacts(data=args.student_data, topic_prefix=args.topic_prefix, spark=session)
+    results = run_checks(checks, artifacts)
+    broke = broken_runtime(results) or healthy(session)
+    if broke:
+        send({"error": f"the checks' Spark broke while checking: {broke}"})
+        return 1
+    send({"outcomes": [asdict(r) for r in results]})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

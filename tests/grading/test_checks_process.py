@@ -1,0 +1,101 @@
+"""The hidden checks' own process (``hidden.ChecksProcess``): a verdict, or ``ChecksBroken``, never a wrong grade.
+
+Marker `slow`: each test starts the checks' Spark (10-20 s). The worker turns ``ChecksBroken`` into a grader
+error (graded again by the next run); these tests show when it is raised and that a verdict comes back otherwise.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from streamlab.grading.hidden import ChecksBroken, ChecksProcess
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+CHECKS = '''
+from streamlab.grading.hidden_checks import check
+
+@check("test_sees_the_student_data")
+def sees(run):
+    assert (run.data / "answer.txt").read_text() == "42", "the answer is not 42"
+
+@check("test_cannot_write_it")
+def read_only(run):
+    try:
+        (run.data / "answer.txt").write_text("43")
+    except OSError:
+        return
+    WRITES
+'''
+
+KILLS_ITS_JVM = '''
+from streamlab.grading.hidden_checks import check
+
+@check("test_anything")
+def dies(run):
+    run.spark()._jvm.java.lang.System.exit(3)   # what a crafted checkpoint can do to the checks' JVM
+'''
+
+
+def _process(tmp_path: Path, source: str, *, sha: str | None = None, sandbox=None) -> ChecksProcess:
+    checks = tmp_path / "hidden_checks.py"
+    checks.write_text(source)
+    student = tmp_path / "student" / "data"
+    student.mkdir(parents=True)
+    (student / "answer.txt").write_text("42")
+    env = dict(os.environ, STREAMLAB_DATA_DIR=str(tmp_path / "checks" / "data"))
+    return ChecksProcess(checks, sha or hashlib.sha256(checks.read_bytes()).hexdigest(), student_data=student,
+                         topic_prefix="checks-test-", env=env, log=tmp_path / "checks.log", sandbox=sandbox)
+
+
+def test_a_verdict_comes_back(tmp_path):
+    process = _process(tmp_path, CHECKS.replace("WRITES", "pass  # without a sandbox, the folder is writable"))
+    try:
+        outcomes = process.run()
+    finally:
+        process.close()
+    assert [(o.name, o.passed) for o in outcomes] == [("sees", True), ("read_only", True)], outcomes
+
+
+def test_a_dead_jvm_is_broken_checks_not_a_failed_part(tmp_path):
+    process = _process(tmp_path, KILLS_ITS_JVM)
+    try:
+        with pytest.raises(ChecksBroken, match="broke while checking|ended|stopped answering"):
+            process.run()
+    finally:
+        process.close()
+
+
+def test_checks_that_cannot_start_are_replaced_once_then_broken(tmp_path):
+    process = _process(tmp_path, CHECKS, sha="0" * 64)  # the file is not the one the grader hashed
+    try:
+        with pytest.raises(ChecksBroken, match="did not start.*changed since the grader read it"):
+            process.run(ready_wait_s=120)
+        assert process.started == 2
+    finally:
+        process.close()
+
+
+def test_in_their_sandbox_the_checks_read_the_student_data_and_cannot_change_it(tmp_path):
+    from streamlab.grading.sandbox import Limits, Sandbox, unavailable_reason
+    from streamlab.stack.kafka import bootstrap_servers
+
+    if unavailable_reason():
+        pytest.skip(f"no sandbox here: {unavailable_reason()}")
+    student = tmp_path / "student" / "data"
+    env = dict(os.environ, STREAMLAB_DATA_DIR=str(tmp_path / "checks" / "data"),
+               KAFKA_BOOTSTRAP_SERVERS=bootstrap_servers(), STREAMLAB_TOPIC_PREFIX="checks-test-")
+    checks = tmp_path / "hidden_checks.py"
+    process = _process(tmp_path, CHECKS.replace("WRITES", "raise AssertionError('it wrote the student data')"),
+                       sandbox=lambda: Sandbox(env, Limits(memory_mb=3072, processes=512, cpu_seconds=300,
+                                                           disk_mb=512),
+                                               read_only=(str(checks), str(student))))
+    try:
+        outcomes = process.run()
+    finally:
+        process.close()
+    assert [(o.name, o.passed, o.detail) for o in outcomes] == [("sees", True, ""), ("read_only", True, "")]
+    assert (student / "answer.txt").read_text() == "42"

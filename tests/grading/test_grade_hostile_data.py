@@ -1,0 +1,326 @@
+"""Hostile submissions against what the grader does *outside* the box (marker `labs`): every grade stays its owner's.
+
+The sandbox holds (``test_grade_hostile``); these attack what the grader reads afterwards, or how it names and
+files what it is given. One run of lab 01, one submission at a time (``--jobs 1``), so each attacker is graded
+before the victims, whose right grades are asserted:
+
+    a_zipbomb    a checkpoint where the checks look, whose state zip's ``metadata`` expands to 600 MB
+                 (the old grader's checks parsed it in the worker's one JVM, which died: the next student got 0)
+    b_records    its output topic holds gzip'd 48 MB records (the old checks decoded them: a 6.7 GB worker);
+                 the record-by-record refusal itself: tests/grading/test_hidden_checks.py
+    c_outputs    outputs of 4 x 6 MB and one 20 MB image (the old feedback page: hundreds of MB)
+    d_door       300 connections to the broker at once, then a 2,000-partition topic
+    e_html       script, event handlers and javascript: links in its outputs and markdown
+    f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer
+    s_link       a symbolic link to the solution notebook            -> invalid notebook, never read
+    t_sparse     a 3 GB sparse file                                  -> invalid notebook, by stat alone
+    u_tampered   a test cell turned into an answer cell              -> invalid notebook
+    "zz victim"  a name the old grader turned into zz_victim (pushing the real one to zz_victim-2)
+                                                                     -> graded under its own exact name
+    a newline in a name, and a 249-character name                    -> invalid notebook
+    v1, zz_victim the reference answers                              -> full marks, under their own names
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from streamlab import grading
+from streamlab.grading.sandbox import unavailable_reason
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = grading.find_labs()[0]
+WHY_NOT = unavailable_reason()
+
+pytestmark = [pytest.mark.labs, pytest.mark.timeout(1500),
+              pytest.mark.skipif(WHY_NOT is not None, reason=f"no sandbox here: {WHY_NOT}")]
+
+# Every crafted artifact takes the name the lab's checks look for; later calls for that name get another one,
+# so the crafted artifact is the only one the checks find.
+DIVERT = '''
+import streamlab as sl
+_new_topic, _new_checkpoint = sl.new_topic, sl.new_checkpoint
+def _divert(real, taken):
+    def make(name, *args, **kwargs):
+        return real(name + "-x" if name in taken else name, *args, **kwargs)
+    return make
+'''
+
+ATTACKS = {
+    "a_zipbomb": DIVERT + '''
+import json, os, zipfile
+ckpt = _new_checkpoint("lab01-requests")
+root = ckpt.path
+for folder in ("offsets", "commits", "state/0/0"):
+    os.makedirs(os.path.join(root, folder), exist_ok=True)
+json.dump({"id": "00000000-0000-0000-0000-000000000001"}, open(os.path.join(root, "metadata"), "w"))
+open(os.path.join(root, "offsets", "0"), "w").write('v1\\n{"batchWatermarkMs":0}\\n{}\\n')
+open(os.path.join(root, "commits", "0"), "w").write('v1\\n{"nextBatchWatermarkMs":0}\\n')
+with zipfile.ZipFile(os.path.join(root, "state/0/0/1.zip"), "w", zipfile.ZIP_DEFLATED) as archive:
+    with archive.open("metadata", "w", force_zip64=True) as entry:
+        block = b"{" + b" " * (8 * 2**20 - 1)
+        for _ in range(75):
+            entry.write(block)
+print("ZIP", os.path.getsize(os.path.join(root, "state/0/0/1.zip")))
+sl.new_checkpoint = _divert(_new_checkpoint, {"lab01-requests"})
+''',
+    "b_records": DIVERT + '''
+from kafka import KafkaProducer
+topic = _new_topic("lab01-requests-out")
+producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers(), compression_type="gzip",
+                         max_request_size=200 * 2**20, buffer_memory=256 * 2**20)
+value = b'{"batch_id": 0, "path": "' + b"a" * (48 * 2**20) + b'", "count": 1}'
+for _ in range(12):
+    producer.send(topic, value).get(timeout=60)
+producer.close()
+print("SENT", topic)
+sl.new_topic = _divert(_new_topic, {"lab01-requests-out"})
+''',
+    "c_outputs": '''
+import base64
+from IPython.display import publish_display_data
+for size in (6, 6, 6, 6, 20):
+    publish_display_data({"image/png": base64.b64encode(b"\\x00" * (size * 2**20 * 3 // 4)).decode()})
+''',
+    "d_door": '''
+import os, socket
+host, port = os.environ["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
+held = []
+for _ in range(300):
+    try:
+        held.append(socket.create_connection((host, int(port)), timeout=5))
+    except OSError:
+        break
+import time; time.sleep(2)
+alive = 0
+for sock in held:
+    sock.setblocking(False)
+    try:
+        alive += sock.recv(1) != b""
+    except BlockingIOError:
+        alive += 1
+    except OSError:
+        pass
+    sock.close()
+print("OPEN", alive, "of", len(held))
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+try:
+    admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=20000)
+    admin.create_topics([NewTopic(os.environ["STREAMLAB_TOPIC_PREFIX"] + "flood", 2000, 1)])
+    print("CREATED 2000 partitions")
+except Exception as err:
+    print("refused", type(err).__name__)
+''',
+    "e_html": '''
+from IPython.display import HTML, SVG, Javascript, display
+display(HTML('<script>document.title="PWNED"</script><img src=x onerror="document.title=\\'PWNED\\'">'
+             '<a href="javascript:document.title=\\'PWNED\\'">click</a>'))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="document.title=\\'PWNED\\'"><rect/></svg>'))
+display(Javascript('document.title="PWNED"'))
+''',
+    "f_tenancy": '''
+import os
+from kafka import KafkaAdminClient, KafkaProducer
+servers = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
+admin = KafkaAdminClient(bootstrap_servers=servers, request_timeout_ms=20000)
+for name, attempt in [("LIST", lambda: admin.list_consumer_groups()),
+                      ("OFFSETS", lambda: admin.list_consumer_group_offsets(GUARD_GROUP)),
+                      ("DELETE", lambda: admin.delete_consumer_groups([GUARD_GROUP])),
+                      ("FENCE", lambda: KafkaProducer(bootstrap_servers=servers, transactional_id=GUARD_TX,
+                                                      max_block_ms=10000).init_transactions())]:
+    try:
+        print(name, "DID", attempt())
+    except Exception as err:
+        print(name, "refused", type(err).__name__)
+''',
+}
+
+
+def _name() -> str:
+    return grading.lab_notebooks(LAB)[0]
+
+
+def _with_attack(code: str):
+    nb = grading.released_notebook(LAB, _name())
+    nb.cells.insert(0, nbformat.v4.new_code_cell(code.strip("\n")))
+    return nb
+
+
+def _tampered():
+    nb = grading.released_notebook(LAB, _name())
+    test_cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+                     and not c.metadata["nbgrader"].get("solution"))
+    test_cell.metadata["nbgrader"]["solution"] = True  # now an answer cell: the student writes its "test"
+    test_cell.source = "pass"
+    return nb
+
+
+@pytest.fixture(scope="module")
+def hostile(kafka_bootstrap, tmp_path_factory):
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    base = Path(os.environ.get("STREAMLAB_DATA_DIR") or tmp_path_factory.mktemp("grading")) / "grading" / "data"
+    submissions, out = base / "submissions", base / "out"
+    submissions.mkdir(parents=True)
+    stamp = f"{os.getpid()}-{int(time.time())}"
+    # another tenant's consumer group with a committed offset, and its live transactional producer
+    guard_topic, guard_group, guard_tx = f"guard-{stamp}", f"guard-group-{stamp}", f"guard-tx-{stamp}"
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    from kafka.admin import NewTopic
+    admin.create_topics([NewTopic(guard_topic, 1, 1)])
+    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=guard_group, enable_auto_commit=False)
+    consumer.assign([TopicPartition(guard_topic, 0)])
+    consumer.commit({TopicPartition(guard_topic, 0): OffsetAndMetadata(0, "", -1)})
+    consumer.close()
+    guard_producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=guard_tx)
+    guard_producer.init_transactions()
+
+    for student, code in ATTACKS.items():
+        head = f"GUARD_GROUP = {guard_group!r}\nGUARD_TX = {guard_tx!r}\n"
+        nbformat.write(_with_attack(head + code), submissions / f"{student}.ipynb")
+    reference = grading.reference_notebook(LAB, _name())
+    for student in ("v1", "zz_victim"):
+        nbformat.write(reference, submissions / f"{student}.ipynb")
+    nbformat.write(grading.released_notebook(LAB, _name()), submissions / "zz victim.ipynb")
+    nbformat.write(_tampered(), submissions / "u_tampered.ipynb")
+    nbformat.write(grading.released_notebook(LAB, _name()), submissions / "w\nname.ipynb")
+    nbformat.write(grading.released_notebook(LAB, _name()), submissions / ("l" * 243 + ".ipynb"))
+    (submissions / "s_link.ipynb").symlink_to(ROOT / "solutions" / LAB / f"{LAB}.ipynb")
+    with (submissions / "t_sparse.ipynb").open("wb") as handle:
+        handle.truncate(3 * 2**30)
+
+    # run through a fresh Python that reports its children's peak memory: this grading run's alone
+    measured = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+                "print('PEAK_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+                "sys.exit(code)")
+    command = [sys.executable, "-c", measured, sys.executable, "-m", "streamlab", "grade", LAB, str(submissions),
+               "--out", str(out), "--timeout", "420", "--cell-timeout", "120", "--jobs", "1"]
+    started = time.monotonic()
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=1400, cwd=ROOT)
+    peak_kb = int(re.search(r"PEAK_KB (\d+)", proc.stderr).group(1))
+    print(proc.stdout)
+    print(proc.stderr[-3000:], file=sys.stderr)
+    with (out / "grades.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    yield {"proc": proc, "rows": rows, "by_student": {r["student"]: r for r in rows}, "out": out,
+           "submissions": submissions, "seconds": time.monotonic() - started, "peak_kb": peak_kb,
+           "guard": (guard_topic, guard_group, guard_tx, guard_producer), "bootstrap": kafka_bootstrap}
+    guard_producer.close()
+    admin.delete_topics([guard_topic])
+    admin.close()
+
+
+def _row(hostile, student):
+    assert student in hostile["by_student"], (student, sorted(hostile["by_student"]), hostile["proc"].stdout[-2000:])
+    return hostile["by_student"][student]
+
+
+def _result(hostile, student) -> dict:
+    return json.loads((hostile["out"] / "results" / f"{student}.json").read_text())
+
+
+def _page(hostile, student) -> str:
+    return (hostile["out"] / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+
+
+def test_the_run_ends_with_exit_0_and_a_row_per_file(hostile):
+    assert hostile["proc"].returncode == 0, hostile["proc"].stderr[-3000:]
+    assert len(hostile["rows"]) == len(os.listdir(hostile["submissions"]))
+
+
+def test_the_victims_keep_full_marks_under_their_own_names(hostile):
+    for student in ("v1", "zz_victim"):
+        row = _row(hostile, student)
+        assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
+    assert _row(hostile, "zz_victim")["file"].endswith("/zz_victim.ipynb")
+
+
+@pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy"])
+def test_attackers_earn_nothing_and_are_graded(hostile, student):
+    row = _row(hostile, student)
+    assert (row["status"], float(row["score"])) == ("graded", 0.0), row
+
+
+def test_a_checkpoint_that_expands_is_refused_before_it_is_read(hostile):
+    details = " ".join(check["detail"] for check in _result(hostile, "a_zipbomb")["checks"])
+    assert "is not one a Spark query of this lab writes" in details and "expands" in details, details
+
+
+def test_outputs_are_kept_within_their_caps(hostile):
+    page = hostile["out"] / "feedback" / "c_outputs.html"
+    assert page.stat().st_size < 8 * 2**20, page.stat().st_size
+    assert "the grader kept no more output here" in page.read_text(encoding="utf-8")
+
+
+def test_the_door_caps_connections_and_partitions(hostile, kafka_bootstrap):
+    text = re.sub("<[^>]+>", "", _page(hostile, "d_door"))
+    opened = re.search(r"OPEN (\d+) of (\d+)", text)
+    assert opened and int(opened.group(1)) <= 64, text[-2000:]
+    assert "CREATED 2000 partitions" not in text
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        assert not [t for t in admin.list_topics() if t.endswith("flood")]
+    finally:
+        admin.close()
+
+
+def test_the_feedback_page_is_inert(hostile):
+    page = _page(hostile, "e_html")
+    head = page[page.index("<head"):]
+    assert re.match(r"<head[^>]*>\s*<meta http-equiv=\"Content-Security-Policy\"", head), head[:300]
+    assert 'document.title="PWNED"</script>' not in page
+    assert not re.search(r"<(img|svg|a)\b[^>]*\s(onerror|onload|href=\"javascript:)", page, re.I)
+
+
+def test_another_tenants_group_and_producer_are_untouched(hostile, kafka_bootstrap):
+    from kafka import KafkaAdminClient, TopicPartition
+
+    topic, group, _, producer = hostile["guard"]
+    text = re.sub("<[^>]+>", "", _page(hostile, "f_tenancy"))
+    assert "DELETE DID" not in text and "FENCE DID" not in text and "OFFSETS DID" not in text, text[-1500:]
+    listed = re.search(r"LIST DID (.*)", text)
+    assert listed is None or group not in listed.group(1)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        assert TopicPartition(topic, 0) in admin.list_consumer_group_offsets(group)
+    finally:
+        admin.close()
+    producer.begin_transaction()  # not fenced: its transactions still commit
+    producer.send(topic, b"still mine")
+    producer.commit_transaction()
+
+
+def test_a_name_keeps_its_exact_id(hostile):
+    row = _row(hostile, "zz victim")
+    assert (row["status"], float(row["score"])) == ("graded", 0.0), row
+    assert row["file"].endswith("/zz victim.ipynb")
+
+
+def test_odd_files_and_names_are_invalid_rows_never_run(hostile):
+    invalid = [r for r in hostile["rows"] if r["status"] == "invalid notebook"]
+    assert len(invalid) == 5, [(r["student"], r["detail"]) for r in hostile["rows"]]
+    assert all(float(r["score"]) == 0 for r in invalid)
+    details = " ".join(r["detail"] for r in invalid)
+    assert "symbolic link" in details, details
+    assert _row(hostile, "u_tampered")["status"] == "invalid notebook"
+    assert _row(hostile, "s_link")["status"] == "invalid notebook"
+    assert _row(hostile, "t_sparse")["status"] == "invalid notebook"
+    assert not (hostile["out"] / "course").exists() or not any((hostile["out"] / "course").iterdir())
+
+
+def test_a_sparse_file_is_never_read(hostile):
+    # a 3 GB file read into memory would make some grading process at least that large (the old grader: 6.4 GB)
+    assert hostile["peak_kb"] < 2.5 * 2**20, hostile["peak_kb"]
