@@ -148,21 +148,29 @@ def _start_checks(checks: Path, checks_sha256: str | None, *, sandboxed: bool, p
                          topic_prefix=os.environ["STREAMLAB_TOPIC_PREFIX"], env=env, sandbox=make_box)
 
 
+def grading_config(course: Path, cell_timeout: float | None):
+    """The course's nbgrader config for autograding in ``course``, with the grader's own steps: outputs kept
+    within bounds as they arrive (``bounds``), hidden tests taken out right after nbgrader puts the test
+    cells back (``withhold``), kernel clients whose messages are bounded."""
+    from nbgrader.converters import Autograde
+
+    config = nbgrader_config(course, cell_timeout=cell_timeout)
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    config.Autograde.autograde_preprocessors = [bounded_execute() if step.__name__ == "Execute" else step
+                                                for step in steps]
+    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    at = [step.__name__ for step in steps].index("OverwriteCells") + 1
+    config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
+    config.Execute.kernel_manager_class = kernel_manager_class()
+    return config
+
+
 def _grade(course: Path, lab: str, student: str, cell_timeout: float | None,
            checks: ChecksProcess | None, box: Sandbox | None) -> WorkerReport:
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde, GenerateFeedback
 
-    config = nbgrader_config(course, cell_timeout=cell_timeout)
-    # outputs kept within bounds as they arrive (see ``bounds``); the rest of nbgrader's steps as they are
-    steps = Autograde.class_traits()["autograde_preprocessors"].default()
-    config.Autograde.autograde_preprocessors = [bounded_execute() if step.__name__ == "Execute" else step
-                                                for step in steps]
-    # the test cells come back as the instructor wrote them, then lose their hidden tests (see ``withhold``)
-    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
-    at = [step.__name__ for step in steps].index("OverwriteCells") + 1
-    config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
-    config.Execute.kernel_manager_class = kernel_manager_class()
+    config = grading_config(course, cell_timeout)
     if box is not None:
         box.configure(config)
     started, started_at = time.monotonic(), datetime.now(UTC)

@@ -1,0 +1,111 @@
+"""What the grader reads of a student's work, bounded before it is read (``bounds``): no kernel, no Spark."""
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+
+import nbformat
+import pytest
+
+from streamlab.grading import bounds
+
+
+def _checkpoint(root):
+    for folder in ("offsets", "commits", "state/0/0"):
+        (root / folder).mkdir(parents=True)
+    (root / "metadata").write_text(json.dumps({"id": "x"}))
+    (root / "offsets" / "0").write_text("v1\n{}\n")
+    (root / "commits" / "0").write_text("v1\n{}\n")
+    with zipfile.ZipFile(root / "state/0/0/1.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("metadata", json.dumps({"sstFiles": []}))
+        archive.writestr("000008.sst", b"\x00" * 4096)
+    return root
+
+
+def test_a_checkpoint_as_spark_writes_it_passes(tmp_path):
+    bounds.scan_checkpoint(_checkpoint(tmp_path / "ckpt"))
+
+
+def test_a_state_zip_that_expands_is_refused_by_what_it_expands_to(tmp_path):
+    root = _checkpoint(tmp_path / "ckpt")
+    with zipfile.ZipFile(root / "state/0/0/2.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("metadata", "w", force_zip64=True) as entry:
+            for _ in range(3):
+                entry.write(b" " * 2**20)
+    with pytest.raises(bounds.TooLarge, match="metadata says it expands to 3 MB"):
+        bounds.scan_checkpoint(root)
+
+
+def test_a_zip_whose_header_lies_is_refused(tmp_path):
+    """Its headers say 10 bytes; its data expands to 200 MB (Java's ZipInputStream writes all of it out)."""
+    root = _checkpoint(tmp_path / "ckpt")
+    path = root / "state/0/0/2.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("000009.sst", b"\x00" * (200 * 2**20))
+    data = bytearray(path.read_bytes())
+    for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size: local, central
+        at = data.find(signature)
+        data[at + offset:at + offset + 4] = struct.pack("<I", 10)
+    path.write_bytes(bytes(data))
+    with pytest.raises(bounds.TooLarge, match="not a zip Spark can read|expands"):
+        bounds.scan_checkpoint(root)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda root: (root / "offsets" / "1").write_bytes(b"v1\n" + b" " * (2 * 2**20)), "offsets/1 is 2048 kB"),
+    (lambda root: [(root / "state" / f"f{i}").write_text("") for i in range(bounds.CHECKPOINT_FILES + 1)],
+     "more than 20000 files"),
+    (lambda root: (root / "link").symlink_to("/etc/passwd"), "link is not a regular file"),
+])
+def test_a_checkpoint_past_a_cap_is_refused(tmp_path, make, message):
+    root = _checkpoint(tmp_path / "ckpt")
+    make(root)
+    with pytest.raises(bounds.TooLarge, match=message):
+        bounds.scan_checkpoint(root)
+
+
+class _Messages:
+    """Feeds nbclient-style messages to the grader's Execute preprocessor's ``output`` (no kernel)."""
+
+    def __init__(self):
+        self.execute = bounds.bounded_execute()()
+        self.execute.reset_execution_trackers()
+        self.execute.clear_before_next_output = False  # set per cell by nbclient as it starts one
+        self.execute._kept, self.execute._noted, self.execute._total = {}, set(), 0
+
+    def send(self, outs, cell_index, size):
+        data = {"image/png": "A" * size}
+        msg = {"msg_type": "display_data", "parent_header": {"msg_id": "m"},
+               "content": {"data": data, "metadata": {}}, "header": {"msg_type": "display_data"}}
+        self.execute.output(outs, msg, None, cell_index)
+
+
+def test_outputs_are_kept_up_to_each_cells_and_the_notebooks_cap():
+    feed = _Messages()
+    first: list = []
+    for _ in range(4):
+        feed.send(first, 0, 400_000)
+    kept = [o for o in first if o.output_type == "display_data"]
+    notes = [o for o in first if o.output_type == "stream"]
+    assert len(kept) == 2 and len(notes) == 1 and "this cell's outputs are limited to 1 MB" in notes[0].text
+    for cell in range(1, 20):
+        outs: list = []
+        feed.send(outs, cell, 900_000)
+    assert feed.execute._total <= bounds.NOTEBOOK_OUTPUT_BYTES
+    assert "the notebook's outputs are limited to 5 MB" in outs[-1].text
+    assert nbformat.v4.new_notebook()  # the notes are real nbformat outputs
+
+
+def test_the_kernel_clients_sockets_refuse_large_messages():
+    import zmq
+    import zmq.asyncio
+
+    client = bounds.bounded_kernel_client()(context=zmq.asyncio.Context())
+    client.ip, client.transport, client.iopub_port = "127.0.0.1", "tcp", 1  # nothing listens: connect is lazy
+    socket = client._create_connected_socket("iopub")
+    try:
+        assert socket.getsockopt(zmq.MAXMSGSIZE) == bounds.KERNEL_MESSAGE_BYTES
+        assert socket.getsockopt(zmq.RCVHWM) == bounds.KERNEL_MESSAGES_QUEUED
+    finally:
+        socket.close(linger=0)
