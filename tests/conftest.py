@@ -91,7 +91,6 @@ def start_kafka_container(stack: ExitStack) -> str:
     container = (container_class()(KAFKA_IMAGE, env=kafka_container_env(host, port, sandbox_port))
                  .with_bind_ports(9092, port).with_bind_ports(9094, sandbox_port))
     servers = f"{host}:{port}"
-    os.environ["STREAMLAB_KAFKA_SANDBOX_SERVERS"] = f"{host}:{sandbox_port}"  # the grader's listener (tenancy)
     try:
         container.start()
         deadline = time.monotonic() + CONTAINER_START_TIMEOUT_S
@@ -102,6 +101,9 @@ def start_kafka_container(stack: ExitStack) -> str:
     except BaseException:
         container.stop()
         raise
+    # the grader's listener (tenancy), named only once the container answers: a container that could not
+    # start leaves no address behind for the native broker's run to ask (it has a SANDBOX listener of its own)
+    os.environ["STREAMLAB_KAFKA_SANDBOX_SERVERS"] = f"{host}:{sandbox_port}"
     stack.callback(container.stop)
     return servers
 
