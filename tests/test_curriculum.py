@@ -1,5 +1,6 @@
 """The README's curriculum table: each of the articles' 18 ideas is taught in a lesson and graded by test cells
-that exist, carry points, and are confirmed by a hidden check outside the student's kernel."""
+that exist, carry points, and are confirmed by a hidden check outside the student's kernel (a lab has no hidden
+tests: the grade's facts are all in its hidden_checks.py)."""
 from __future__ import annotations
 
 import re
@@ -32,8 +33,11 @@ def _rows() -> dict[int, tuple[str, list[str], dict[str, list[str]]]]:
 def _graded_cells(lab: str) -> dict[str, float]:
     (name,) = grading.lab_notebooks(lab)
     nb = nbformat.read(ROOT / "solutions" / lab / f"{name}.ipynb", as_version=4)
-    return {c.metadata.nbgrader.grade_id: c.metadata.nbgrader.get("points", 0) for c in nb.cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    graded = [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    hidden = [c.metadata.nbgrader.grade_id for c in graded if "HIDDEN TESTS" in c.source]
+    assert not hidden, (f"{lab}: {hidden} hold hidden tests, which would run in the student's kernel: "
+                        f"check those facts in hidden_checks.py")
+    return {c.metadata.nbgrader.grade_id: c.metadata.nbgrader.get("points", 0) for c in graded}
 
 
 def test_every_idea_of_the_articles_is_in_the_table():

@@ -56,6 +56,8 @@ def _state_counts(run, ckpt):
     values = [c for c in state.columns if c not in ("path", "partition_id")]
     if "path" not in state.columns or len(values) != 1:
         raise CheckFailed(f"expected state keyed by path with one count, got columns {list(state.columns)}")
+    if state["path"].duplicated().any():
+        raise CheckFailed("the state store should hold one row per path")
     return {p: int(c) for p, c in zip(state["path"], state[values[0]])}
 
 
@@ -63,14 +65,19 @@ def _state_counts(run, ckpt):
 def counts(run):
     ckpt = run.checkpoint("lab01-requests")
     run.require_reached_end(ckpt, "lab01-requests")
+    operators = {f.split("/")[1] for f in ckpt.files() if f.startswith("state/")}
+    assert operators == {"0"}, f"counting should use one stateful operator; the checkpoint holds {len(operators)}"
     out = run.output("lab01-requests-out")
     first_batches = sorted(out["batch_id"].unique())[:3]
     per_batch = [_latest(out[out["batch_id"] == b]) for b in first_batches]
     assert per_batch == [{"/api/a": 1}, {"/api/b": 1}, {"/api/a": 2}], \
         "the first three micro-batches should output /api/a=1, /api/b=1, /api/a=2"
-    expected = dict(Counter(r["path"] for r in events.article_requests() + events.access_log(60, seed=11)))
+    more = events.access_log(60, seed=11)
+    expected = dict(Counter(r["path"] for r in events.article_requests() + more))
     assert _latest(out) == expected, "the latest counts in the output are not the counts of all requests"
     assert _state_counts(run, ckpt) == expected, "the state store does not hold the counts of all requests"
+    last = out[out["batch_id"] == out["batch_id"].max()]
+    assert set(last["path"]) <= {r["path"] for r in more}, "update mode outputs only the paths that changed"
 
 
 @check("test_restart_totals", "test_restart_checkpoint")
@@ -82,8 +89,25 @@ def restart(run):
     offsets = ckpt.offsets()
     read = offsets.groupby("batch")["offset"].sum()
     committed = set(ckpt.commits()["batch"])
-    if not any(total == len(first) and batch in committed for batch, total in read.items()):
+    first_run = [batch for batch, total in read.items() if total == len(first) and batch in committed]
+    if not first_run:
         raise CheckFailed("no committed batch ends where the first run should have stopped "
                           f"({len(first)} records): the query did not run twice on one checkpoint")
     expected = dict(Counter(r["path"] for r in first + second))
     assert _state_counts(run, ckpt) == expected, "after the restart the state store should hold the totals of both runs"
+    # what the restart output (run_counts' rows, handed out by Part C's locked cell): the paths of the records
+    # it read, the ones after the first run's end in the topic, with the totals of both runs
+    stop = offsets[offsets["batch"] == max(first_run)]
+    stop = {int(p): int(o) for p, o in zip(stop["partition"], stop["offset"])}
+    changed = {r["value"]["path"] for r in run.records("lab01-requests-restart")
+               if r["offset"] >= stop.get(r["partition"], 0) and isinstance(r["value"], dict)}
+    answers = run.records("lab01-restart-answer", limit=10)
+    if len(answers) != 1 or not isinstance(answers[0]["value"], dict) \
+            or not isinstance(answers[0]["value"].get("latest"), dict):
+        raise CheckFailed("the restart's output did not reach the grader: run Part C's cells once, top to bottom")
+    try:
+        latest = {path: int(n) for path, n in answers[0]["value"]["latest"].items()}
+    except (TypeError, ValueError):
+        raise CheckFailed("the restart's output should count requests per path in whole numbers") from None
+    assert set(latest) == changed, "the restart should read only the new records and output only the paths they changed"
+    assert latest == {p: expected[p] for p in changed}, "the restart's counts should carry on from the first run's"

@@ -84,6 +84,7 @@ def dedup_output(run):
                                       f"got {len(got)} rows for {len(set(got))} ids")
     assert all(originals[e] == (u, p) for e, u, p in zip(out["event_id"], out["user"], out["page"])), \
         "each output click must keep its user and page"
+    assert out["batch_id"].nunique() >= 2, "the clicks should be de-duplicated over several micro-batches"
 
 
 @check("test_dedup_state")

@@ -35,6 +35,24 @@ def _ends(offsets, batch: int, topic: str) -> dict[int, int]:
     return {int(p): int(o) for p, o in zip(rows["partition"], rows["offset"])}
 
 
+def _int_map(mapping, what: str) -> dict:
+    """An answer's {key: number} read back from JSON (its keys became strings there)."""
+    if not isinstance(mapping, dict):
+        raise CheckFailed(f"{what} must be a dict, the answer gave {type(mapping).__name__}")
+    try:
+        return {k: int(v) for k, v in mapping.items()}
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{what} must map to whole numbers") from None
+
+
+def _offsets_map(mapping, what: str) -> dict[int, int]:
+    """An answer's {partition: offset} read back from JSON (its partitions became strings there)."""
+    try:
+        return {int(p): o for p, o in _int_map(mapping, what).items()}
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{what} must map partition numbers to offsets") from None
+
+
 def _attempts(run, name: str, crash_batch: int = 1):
     """The plain Kafka sink's copy of every batch attempt; requires the injected crash to show in it."""
     rows = run.output(name)
@@ -46,6 +64,10 @@ def _attempts(run, name: str, crash_batch: int = 1):
     if doubled != [crash_batch]:
         raise CheckFailed(f"the crash after batch {crash_batch} did not happen as the lab's cells inject it "
                           f"(batches written twice by the plain sink: {doubled}); run the notebook top to bottom")
+    replayed = rows[rows["batch_id"] == crash_batch]
+    if set(Counter(zip(replayed["path"], replayed["count"])).values()) != {2}:
+        raise CheckFailed(f"batch {crash_batch} should have been attempted twice, once before the crash and once "
+                          f"after: run the notebook top to bottom")
     return rows
 
 
@@ -76,6 +98,14 @@ def in_flight(run):
     assert pairs == expected, (f"the range given reads {len(pairs)} records, {len(pairs & expected)} of them in "
                                f"the batch in flight, which holds {len(expected)}: start at the previous "
                                f"batch's end offsets, end at the batch's own")
+    answers = [r["value"] for r in run.records("lab04-inflight-answer", limit=10)]
+    answer = answers[0].get("in_flight") if len(answers) == 1 and isinstance(answers[0], dict) else None
+    if not isinstance(answer, dict):
+        raise CheckFailed("in_flight's answer did not reach the grader as a dict: run Part A's cells once")
+    assert answer.get("batch") == CRASH_BATCH, f"the job died in batch {CRASH_BATCH}, not {answer.get('batch')}"
+    assert _offsets_map(answer.get("end"), "end") == end, \
+        "end must be the offsets the batch reads up to, from offsets/<batch>"
+    assert _offsets_map(answer.get("start"), "start") == start, "the batch starts where the previous batch ended"
 
 
 @check("test_idempotent_no_duplicates", "test_idempotent_counts")
@@ -137,16 +167,6 @@ def transactional_sink(run):
 D_REQUESTS = dict(n=90, seed=44)
 
 
-def _int_map(mapping, what: str) -> dict:
-    """An answer's {key: number} read back from JSON (its keys became strings there)."""
-    if not isinstance(mapping, dict):
-        raise CheckFailed(f"{what} must be a dict, the answer gave {type(mapping).__name__}")
-    try:
-        return {k: int(v) for k, v in mapping.items()}
-    except (TypeError, ValueError):
-        raise CheckFailed(f"{what} must map to whole numbers") from None
-
-
 @check("test_two_states_agree", "test_two_states_values")
 def two_kinds_of_state(run):
     topic = _require_records(run, "lab04-d-requests", D_REQUESTS["n"])
@@ -160,7 +180,7 @@ def two_kinds_of_state(run):
     assert set(answers) == {1, 2}, f"expected the answers for batches 1 and 2, found {sorted(answers)}"
     offsets, records, spark = ckpt.offsets(), run.records("lab04-d-requests"), run.spark()
     for batch, answer in sorted(answers.items()):
-        source = {int(p): o for p, o in _int_map(answer.get("source"), "source").items()}
+        source = _offsets_map(answer.get("source"), "source")
         ends = _ends(offsets, batch, topic)
         assert source == ends, f"as of batch {batch} the source had read up to {ends}, the answer says {source}"
         # keyed state, from the input itself: every record below the source's offsets, counted once

@@ -56,7 +56,11 @@ def upgrade(run):
     assert sl.latest(out, "path", "count") == expected, "v1's output counts differ from the expected counts"
     assert sl.latest(out, "path", "busy") == {p: c >= 50 for p, c in expected.items()}, "busy must be count >= 50"
     batches = sorted(v1.commits()["batch"])
-    assert batches[-1] > savepoint_info(v1)["batch"], "v1 ran no batch of its own after the savepoint"
+    start = savepoint_info(v1)["batch"]
+    assert batches[-1] > start, "v1 ran no batch of its own after the savepoint"
+    read_up_to = v1.offsets().groupby("batch")["offset"].sum()
+    read = int(read_up_to[batches[-1]]) - int(read_up_to[start])
+    assert read == len(AFTER), f"v1 should read only the {len(AFTER)} requests after the savepoint, it read {read}"
 
 
 @check("test_bootstrap_counts", "test_bootstrap_offsets")
@@ -77,6 +81,12 @@ def bootstrap(run):
     got = {p: int(c) for p, c in zip(state["path"], state["count"])}
     expected = dict(_counts(REQUESTS))
     assert got == expected, f"v2's state counts {got}, expected {expected}: each request exactly once"
+    latest_ts = {}
+    for r in AFTER:
+        latest_ts[r["path"]] = max(latest_ts.get(r["path"], ""), r["ts"])
+    assert "last_ts" in state.columns, "v2's state `stats` should keep last_ts (PathStats)"
+    assert {p: str(t)[:19].replace(" ", "T") for p, t in zip(state["path"], state["last_ts"])} == \
+        {p: t[:19] for p, t in latest_ts.items()}, "last_ts should be the latest request time read after the savepoint"
     out = run.output("lab07-v2-out")
     assert "count" in out.columns and sl.latest(out, "path", "count") == {p: expected[p] for p in _counts(AFTER)}, \
         "v2's output should give the running counts of the paths requested after the savepoint"

@@ -294,14 +294,12 @@ def test_the_network_holds_nothing_but_the_broker(hostile):
 
 
 def test_no_secret_reaches_a_feedback_page(hostile):
-    released = "\n".join(cell.source for cell in grading.released_notebook(LAB, _name()).cells)
-    # hidden_checks.py's lines, but those students see anyway (the visible tests share a few)
+    solution = nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4)
+    # what students see anyway: the released cells and the reference answers (the victims' own code)
+    seen = "\n".join(cell.source for cell in solution.cells)
     checks_lines = [line.strip() for line in (ROOT / "solutions" / LAB / "hidden_checks.py").read_text().splitlines()
-                    if len(line.strip()) > 30 and line.strip() not in released]
-    from streamlab.grading.feedback import hidden_lines
-
-    hidden = hidden_lines(nbformat.read(ROOT / "solutions" / LAB / f"{LAB}.ipynb", as_version=4))
-    assert hidden and checks_lines
+                    if len(line.strip()) > 30 and line.strip() not in seen]
+    assert checks_lines
     for page in (hostile["out"] / "feedback").rglob("*.html"):
         text = page.read_text()
         assert CANARY not in text, page
@@ -311,11 +309,17 @@ def test_no_secret_reaches_a_feedback_page(hostile):
         listed = [line for line in shown if line.startswith("LISTED /")]
         assert listed in ([], [f"LISTED {hostile['out']} ['work']"]), listed
         assert "READ /" not in text, page
-        leaked = [line for line in [*checks_lines, *hidden] if line in text or _html_escaped(line) in text]
+        leaked = [line for line in checks_lines if line in text or _html_escaped(line) in text]
         assert not leaked, (page.name, leaked[:3])
     secrets_page = (hostile["out"] / "feedback" / "c_secrets.html").read_text()
     assert "denied" in secrets_page  # the attack ran, and found nothing
-    assert "withheld" in secrets_page  # the hook's copies of the hidden tests were withheld
+    # its pre_run_cell hook printed the source of every cell the kernel ran, the test cells as the grader put
+    # them back: each is the test cell of the lab as written, and none holds a hidden test
+    ran = html.unescape(re.sub("<[^>]+>", "", secrets_page))
+    tests = [cell for cell in solution.cells if cell.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    assert tests and all(f"SOURCE {cell.source.splitlines()[0]}" in ran for cell in tests), "the hook saw no test cell"
+    assert "HIDDEN TESTS" not in ran and "(hidden tests:" not in ran  # no region, nor the note one leaves
+    assert not [cell for cell in solution.cells if "HIDDEN TESTS" in cell.source], "the answer key is hidden_checks.py"
 
 
 def _html_escaped(text: str) -> str:

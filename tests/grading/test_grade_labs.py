@@ -25,8 +25,8 @@ its notebooks and ``tests/submissions/<lab>/``):
     i_not_json          a file that is not JSON
     j_not_a_notebook    JSON, but not a notebook
 
-Then the assertions are about real outcomes: scores, statuses, files, feedback without hidden test
-code, submitted files byte-identical, no process (kernel, JVM, anything) left behind, no topics left.
+Then the assertions are about real outcomes: scores, statuses, files, feedback without the answer
+key, submitted files byte-identical, no process (kernel, JVM, anything) left behind, no topics left.
 """
 from __future__ import annotations
 
@@ -452,9 +452,10 @@ def test_submitted_files_are_untouched(graded):
 
 
 def test_nothing_is_left_running(graded):
-    # the tag reached the kernels and their JVMs while they ran ...
-    assert "java" in graded["seen"], f"no JVM carried the grading tag: {graded['seen']}"
-    # ... and no process carrying it (the workers, the checks' JVM) survived the run
+    # the tag reached the workers and the sandboxes' launchers (bubblewrap) while they ran: the kernels, their
+    # JVMs and the hidden checks' process run inside sandboxes with environments of their own ...
+    assert {"python", "bwrap"} <= graded["seen"], f"the grading tag did not reach the sandboxes: {graded['seen']}"
+    # ... and no process carrying it (the workers, the sandboxes) survived the run
     assert grading.leftover_processes(graded["tag"]) == []
     # nor anything of the sandboxes (kernel, JVM, the leaky student's `sleep`): they carry no tag, and
     # ran in the run's work folders
@@ -481,35 +482,39 @@ def test_students_topics_are_deleted(graded):
     assert [t for t in sl.list_topics() if t.startswith(graded["tag"])] == []
 
 
-def _hidden_test_lines(lab: str) -> list[str]:
-    nb = nbformat.read(ROOT / "solutions" / lab / f"{_notebook_name(lab)}.ipynb", as_version=4)
-    lines, visible = [], set()
-    for cell in nb.cells:
-        hidden = False
-        for line in cell.source.split("\n"):
-            if "BEGIN HIDDEN TESTS" in line:
-                hidden = True
-            elif "END HIDDEN TESTS" in line:
-                hidden = False
-            elif hidden and len(line.strip()) > 12:
-                lines.append(" ".join(line.split()))
-            else:
-                visible.add(" ".join(line.split()))
-    assert lines, f"{lab} has no hidden tests"
-    return [line for line in lines if line not in visible]  # a line students also see elsewhere is no leak
+def _answer_key_lines(lab: str) -> list[str]:
+    """The lines of the lab's answer key (its ``hidden_checks.py``) that no student sees: not in the solution
+    notebook (its released cells and reference answers), the submissions' own code, or the ``streamlab``
+    package (a traceback quotes its lines)."""
+    seen = [cell.source for cell in nbformat.read(ROOT / "solutions" / lab / f"{_notebook_name(lab)}.ipynb",
+                                                 as_version=4).cells]
+    seen += [path.read_text() for path in (SUBMISSIONS_DIR / lab).glob("*.py")]
+    seen += [path.read_text() for path in (ROOT / "streamlab").rglob("*.py")]
+    seen = " ".join(" ".join(text.split()) for text in seen)
+    checks = (ROOT / "solutions" / lab / "hidden_checks.py").read_text()
+    lines = [" ".join(line.split()) for line in checks.splitlines()]
+    lines = [line for line in lines if len(line) > 30 and line not in seen]
+    assert lines, f"{lab}'s hidden_checks.py has no line of its own"
+    return lines
 
 
-def test_everyone_gets_feedback_without_hidden_test_code(graded):
-    hidden = _hidden_test_lines(graded["lab"])
+def test_no_hidden_test_reaches_the_kernel(graded):
+    """The lab has no hidden tests: what its test cells assert runs in the kernel for quick feedback, and the
+    grade's facts are checked by hidden_checks.py outside it, so nothing secret enters the student's kernel."""
+    nb = nbformat.read(ROOT / "solutions" / graded["lab"] / f"{_notebook_name(graded['lab'])}.ipynb", as_version=4)
+    assert not [c for c in nb.cells if "HIDDEN TESTS" in c.source], "a hidden test would run in the student's kernel"
+
+
+def test_everyone_gets_feedback_without_the_answer_key(graded):
+    secret = _answer_key_lines(graded["lab"])
     for student in graded["paths"]:
         page = graded["out"] / "feedback" / f"{student}.html"
         assert page.exists(), f"no feedback for {student}"
         text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page.read_text())).split())
         assert "HIDDEN TESTS" not in text, student
-        leaked = [line for line in hidden if line in text]
-        assert not leaked, f"{student}'s feedback shows hidden test code: {leaked[:2]}"
+        leaked = [line for line in secret if line in text]
+        assert not leaked, f"{student}'s feedback shows the lab's hidden checks: {leaked[:2]}"
     reference = (graded["out"] / "feedback" / "e_reference.html").read_text()
-    assert "hidden tests: run only by the grader" in reference
     assert "Checked by the grader" in reference, "the feedback shows the grader's own checks"
     if graded["lab"] == ROBUSTNESS_LAB:
         assert "crashed" in (graded["out"] / "feedback" / "c_crash.html").read_text()

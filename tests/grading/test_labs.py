@@ -106,7 +106,8 @@ def test_solution_has_complete_nbgrader_metadata(lab):
                 assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
             else:
                 assert meta["locked"], f"instructions and helper cells are read-only ({meta['grade_id']})"
-        assert any("### BEGIN HIDDEN TESTS" in c.source for c in tests), "some tests are hidden"
+        # the grade's facts are in hidden_checks.py, outside the kernel: no test cell hides lines in the kernel
+        assert not any("BEGIN HIDDEN TESTS" in c.source for c in tests), "hidden tests would run in the kernel"
         assert all("### BEGIN HIDDEN TESTS" not in c.source for c in nb.cells if c not in tests)
 
 
