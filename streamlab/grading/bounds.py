@@ -110,12 +110,23 @@ def _bounded_execute():
     import json
 
     import nbformat
+    from nbclient.util import run_sync
     from nbgrader.preprocessors import Execute
 
     class BoundedExecute(Execute):
         # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection; a cell whose
-        # "idle" was dropped with it ends after iopub_timeout instead of failing the whole notebook.
-        raise_on_iopub_timeout = False
+        # "idle" was dropped with it ends after iopub_timeout instead of failing the whole notebook. But a
+        # cell that hit its time limit and was interrupted keeps nbgrader's rule: no "idle" then means the
+        # kernel did not stop, and the notebook ends there ("did not stop when interrupted").
+        async def async_execute_cell(self, *args, **kwargs):
+            self.raise_on_iopub_timeout = False
+            return await super().async_execute_cell(*args, **kwargs)
+
+        execute_cell = run_sync(async_execute_cell)  # nbclient binds its own at class level
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            self.raise_on_iopub_timeout = True
+            return await super()._async_handle_timeout(timeout, cell)
 
         def preprocess(self, nb, resources=None, km=None):
             self._kept = {}        # cell index -> bytes of output kept

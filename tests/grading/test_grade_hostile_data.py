@@ -12,6 +12,8 @@ before the victims, whose right grades are asserted:
     d_door       300 connections to the broker at once, then a 2,000-partition topic
     e_html       script, event handlers and javascript: links in its outputs and markdown
     f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer
+    g_exfil      keeps every cell's source from a pre_run_cell hook and prints it base64'd and reversed (the old
+                 grader ran hidden tests in the kernel: eight hidden lines were read back from the feedback page)
     s_link       a symbolic link to the solution notebook            -> invalid notebook, never read
     t_sparse     a 3 GB sparse file                                  -> invalid notebook, by stat alone
     u_tampered   a test cell turned into an answer cell              -> invalid notebook
@@ -143,6 +145,12 @@ for name, attempt in [("LIST", lambda: admin.list_consumer_groups()),
     except Exception as err:
         print(name, "refused", type(err).__name__)
 ''',
+    "g_exfil": '''
+import base64
+def keep(info):
+    print("ENC", base64.b64encode(info.raw_cell[::-1].encode()).decode())
+get_ipython().events.register("pre_run_cell", keep)
+''',
 }
 
 
@@ -246,7 +254,8 @@ def test_the_victims_keep_full_marks_under_their_own_names(hostile):
     assert _row(hostile, "zz_victim")["file"].endswith("/zz_victim.ipynb")
 
 
-@pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy"])
+@pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy",
+                                     "g_exfil"])
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
@@ -324,3 +333,21 @@ def test_odd_files_and_names_are_invalid_rows_never_run(hostile):
 def test_a_sparse_file_is_never_read(hostile):
     # a 3 GB file read into memory would make some grading process at least that large (the old grader: 6.4 GB)
     assert hostile["peak_kb"] < 2.5 * 2**20, hostile["peak_kb"]
+
+
+def test_no_encoding_of_the_kernels_outputs_carries_the_answer_key_out(hostile):
+    import base64
+    import html
+
+    text = html.unescape(re.sub("<[^>]+>", "", _page(hostile, "g_exfil")))
+    sources = [base64.b64decode(blob).decode()[::-1] for blob in re.findall(r"ENC ([A-Za-z0-9+/=]+)", text)]
+    released = "\n".join(cell.source for cell in grading.released_notebook(LAB, _name()).cells)
+    tests = [c.source for c in grading.released_notebook(LAB, _name()).cells
+             if c.metadata.get("nbgrader", {}).get("grade")]
+    assert any(test.strip().splitlines()[0] in source for test in tests for source in sources), \
+        "the attack did not read the test cells back: this test would prove nothing"
+    checks = [line.strip() for line in (ROOT / "solutions" / LAB / "hidden_checks.py").read_text().splitlines()
+              if len(line.strip()) > 30 and line.strip() not in released]
+    kernel_saw = "\n".join(sources)
+    assert "BEGIN HIDDEN TESTS" not in kernel_saw
+    assert not [line for line in checks if line in kernel_saw]
