@@ -291,7 +291,7 @@ def try_lab(notebook: str | Path, checks: str | Path | None = None, *, cell_time
 
 
 def _lab_checks_file(notebook: Path) -> Path:
-    """solutions/<lab>/checks.py for a notebook of that lab (solution, released or submitted)."""
+    """solutions/<lab>/hidden_checks.py for a notebook of that lab (solution, released or submitted)."""
     lab = notebook.parent.name
     return project_root() / "solutions" / lab / "hidden_checks.py"
 

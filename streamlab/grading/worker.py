@@ -8,8 +8,9 @@ submissions the grader sends it over the channel FD, one after another, with nbg
 imported; every student still gets a fresh kernel, and fresh hidden checks in a process of their own
 (``hidden.ChecksProcess``), started while the notebook runs.
 
-It runs nbgrader's own ``autograde`` (which puts the original test cells back, hidden tests
-included, then executes the notebook in a fresh kernel with a time limit per cell) and
+It runs nbgrader's own ``autograde`` (which puts the original test cells back, then, with the grader's
+own steps, takes any hidden test region out (``withhold``) and executes the notebook in a fresh kernel
+with a time limit per cell, its outputs bounded) and
 ``generate_feedback`` in the student's private course folder, and writes a ``WorkerReport`` (JSON)
 to FILE. The grader starts it with the submission's environment (see ``isolation``) and stops it,
 with everything it started, at the whole-submission limit.
