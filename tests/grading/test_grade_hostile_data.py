@@ -119,7 +119,7 @@ from kafka.admin import NewTopic
 try:
     admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=20000)
     admin.create_topics([NewTopic(os.environ["STREAMLAB_TOPIC_PREFIX"] + "flood", 2000, 1)])
-    print("CREATED 2000 partitions")
+    print("CREATED", 2000, "partitions")  # printed apart, so the page's copy of this source never matches
 except Exception as err:
     print("refused", type(err).__name__)
 ''',
@@ -327,7 +327,8 @@ def test_odd_files_and_names_are_invalid_rows_never_run(hostile):
     assert _row(hostile, "u_tampered")["status"] == "invalid notebook"
     assert _row(hostile, "s_link")["status"] == "invalid notebook"
     assert _row(hostile, "t_sparse")["status"] == "invalid notebook"
-    assert not (hostile["out"] / "course").exists() or not any((hostile["out"] / "course").iterdir())
+    course = hostile["out"] / "course"  # the lab's template stays; no student's folder does
+    assert not course.exists() or [p.name for p in course.iterdir()] in ([], [".template"])
 
 
 def test_a_sparse_file_is_never_read(hostile):
