@@ -43,7 +43,7 @@ from ..stack.java import find_java
 from ..stack.paths import PACKAGE_DIR, cache_dir
 from .bounds import bounded_kernel_client
 from .kafka_requests import RefusedRequest, TopicBudget, read_frame
-from .sandbox_boot import pump
+from .sandbox_boot import close_both, pump
 
 KERNEL_NAME = "streamlab-sandbox"
 CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandbox gets a group in
@@ -360,12 +360,7 @@ class KafkaDoor:
             if isinstance(err, RefusedRequest):
                 self.refusals.append(str(err))
         finally:
-            for sock in (inner, outer):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                sock.close()
+            close_both(inner, outer)
 
     def close(self) -> None:
         self._closed = True

@@ -34,15 +34,20 @@ def pump(source: socket.socket, target: socket.socket) -> None:
     except OSError:
         pass
     finally:
-        for sock in (source, target):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            try:
-                sock.close()
-            except OSError:
-                pass
+        close_both(source, target)
+
+
+def close_both(*sockets: socket.socket) -> None:
+    """Shut down and close each socket (both directions: the other end sees the connection end)."""
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            sock.close()
+        except OSError:
+            pass
 
 
 def join(a: socket.socket, b: socket.socket) -> None:

@@ -1,5 +1,6 @@
 """What a hostile submission reaches for, made by the tests themselves: a listener of the test's own on
-127.0.0.1 (never an outside address) and another student's Kafka topic with records in it."""
+127.0.0.1 (never an outside address) and another student's Kafka topic with records in it; and the
+hostile submission itself: a lab's blank notebook with a cell of attack on top."""
 from __future__ import annotations
 
 import socket
@@ -47,3 +48,21 @@ def topic_with_records(servers: str, name: str, count: int = 3) -> str:
     producer.flush()
     producer.close()
     return name
+
+
+def notebook_name(lab: str) -> str:
+    """The lab's (first) notebook's name."""
+    from streamlab import grading
+
+    return grading.lab_notebooks(lab)[0]
+
+
+def with_attack(lab: str, code: str):
+    """``lab``'s blank notebook, as students get it, with ``code`` in a cell of its own at the top."""
+    import nbformat
+
+    from streamlab import grading
+
+    nb = grading.released_notebook(lab, notebook_name(lab))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(code.strip("\n")))
+    return nb

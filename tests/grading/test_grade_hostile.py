@@ -39,7 +39,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from intruders import Listener, topic_with_records
+from intruders import Listener, notebook_name, topic_with_records, with_attack
 
 from streamlab import grading
 from streamlab.grading.sandbox import enforced_limits, unavailable_reason
@@ -54,13 +54,7 @@ pytestmark = [pytest.mark.labs, pytest.mark.timeout(1200),
 
 
 def _name() -> str:
-    return grading.lab_notebooks(LAB)[0]
-
-
-def _with_attack(code: str):
-    nb = grading.released_notebook(LAB, _name())
-    nb.cells.insert(0, nbformat.v4.new_code_cell(code.strip("\n")))
-    return nb
+    return notebook_name(LAB)
 
 
 def attacks(out: Path, submissions: Path, listener_port: int, guard: str = "guard") -> dict[str, str]:
@@ -211,7 +205,7 @@ def hostile(kafka_bootstrap, tmp_path_factory):
     listener = Listener()
     guard = topic_with_records(kafka_bootstrap, f"guard-{os.getpid()}-{int(time.time())}")  # another student's
     for student, code in attacks(out, submissions, listener.port, guard).items():
-        nbformat.write(_with_attack(code), submissions / f"{student}.ipynb")
+        nbformat.write(with_attack(LAB, code), submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
     for student in ("v1", "v2"):
         nbformat.write(reference, submissions / f"{student}.ipynb")

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from intruders import notebook_name, with_attack
 
 from streamlab import grading
 from streamlab.grading.sandbox import unavailable_reason
@@ -155,13 +156,7 @@ get_ipython().events.register("pre_run_cell", keep)
 
 
 def _name() -> str:
-    return grading.lab_notebooks(LAB)[0]
-
-
-def _with_attack(code: str):
-    nb = grading.released_notebook(LAB, _name())
-    nb.cells.insert(0, nbformat.v4.new_code_cell(code.strip("\n")))
-    return nb
+    return notebook_name(LAB)
 
 
 def _tampered():
@@ -196,7 +191,7 @@ def hostile(kafka_bootstrap, tmp_path_factory):
 
     for student, code in ATTACKS.items():
         head = f"GUARD_GROUP = {guard_group!r}\nGUARD_TX = {guard_tx!r}\n"
-        nbformat.write(_with_attack(head + code), submissions / f"{student}.ipynb")
+        nbformat.write(with_attack(LAB, head + code), submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
     for student in ("v1", "zz_victim"):
         nbformat.write(reference, submissions / f"{student}.ipynb")
