@@ -151,6 +151,14 @@ def _set_produce_quota(servers: str, user: str, bytes_per_s: float | None) -> No
     failed = [f"error {code} {message or ''}" for code, message, _ in response.entries if code]
     if failed:
         raise RuntimeError(f"Kafka refused the produce quota of {user}: " + "; ".join(failed))
+    # The broker applies quotas from its metadata log, a moment after the controller took them (as ACLs):
+    # return once it shows this one, so the student's first request meets it.
+    wanted = None if bytes_per_s is None else float(bytes_per_s)
+    deadline = time.monotonic() + ACL_WAIT_S
+    while produce_quota(servers, user) != wanted:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the broker did not show the produce quota of {user} within {ACL_WAIT_S} s")
+        time.sleep(0.05)
 
 
 def _alter_scram(servers: str, *, upsert: tuple[str, str] | None = None, delete: str | None = None) -> None:
