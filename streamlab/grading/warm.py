@@ -1,12 +1,13 @@
 """Warm workers: one grading process serves many submissions, one after another.
 
-Starting a worker per student cost every submission a fresh Python with nbgrader imported and a
-fresh Spark for the hidden checks (about 10 s of a lab that runs in 40). A ``WarmWorker`` keeps
-one process for a whole ``--jobs`` slot instead and sends it the submissions in turn. What stays
-per student is everything the student's code can touch:
+Starting a worker per student cost every submission a fresh Python with nbgrader imported. A
+``WarmWorker`` keeps one process for a whole ``--jobs`` slot instead and sends it the submissions in
+turn. What stays per student is everything the student's code, or what it made, can touch:
 
 * a fresh kernel (nbgrader starts one per notebook), with the student's environment: their tag,
   Kafka topic prefix, data folder (``isolation.submission_environment``);
+* fresh hidden checks, in a process and sandbox of their own (``hidden.ChecksProcess``), whose Spark
+  starts while the notebook runs: a checkpoint crafted to break them breaks only its own student's;
 * the wall-clock limit: when a submission runs out of time, the worker is killed with everything
   carrying the student's tag, and the next submission gets a new worker;
 * the sweep after each submission: whatever carries the student's tag and still runs is killed.
