@@ -9,6 +9,8 @@ Output caps follow PrairieLearn's 1 MB cap on an autograder's results as the anc
 """
 from __future__ import annotations
 
+from functools import cache
+
 MB = 2**20
 
 NOTEBOOK_BYTES = 64 * MB          # the submitted file, by stat() before it is opened (a lab with outputs: < 2 MB)
@@ -94,19 +96,12 @@ def _scan_zip(path, root) -> None:
             expanded += size
 
 
+@cache
 def bounded_execute():
     """nbgrader's ``Execute`` preprocessor, keeping at most ``CELL_OUTPUT_BYTES`` of each cell's outputs and
     ``NOTEBOOK_OUTPUT_BYTES`` of the notebook's, as they arrive: an output past a cap is never kept, only a
-    note saying so (the kernel's messages themselves are capped by ``bounded_kernel_client``)."""
-    return _bounded_execute()
-
-
-_BUILT = {}
-
-
-def _bounded_execute():
-    if "execute" in _BUILT:
-        return _BUILT["execute"]
+    note saying so (the kernel's messages themselves are capped by ``bounded_kernel_client``). Built on first
+    use (it imports nbgrader)."""
     import json
 
     import nbformat
@@ -157,16 +152,14 @@ def _bounded_execute():
                 return  # an update as large as a cell's whole budget is not kept
             super()._update_display_id(display_id, msg)
 
-    _BUILT["execute"] = BoundedExecute
     return BoundedExecute
 
 
+@cache
 def bounded_kernel_client():
     """A jupyter_client kernel client whose ZeroMQ sockets refuse a message larger than
     ``KERNEL_MESSAGE_BYTES`` (ZeroMQ drops the connection and reconnects; the message is lost) and hold at
     most ``KERNEL_MESSAGES_QUEUED`` messages: the grader's memory is bounded before a message is parsed."""
-    if "client" in _BUILT:
-        return _BUILT["client"]
     import zmq
     from jupyter_client.asynchronous import AsyncKernelClient
 
@@ -189,5 +182,4 @@ def bounded_kernel_client():
             socket.connect(self._make_url(channel))
             return socket
 
-    _BUILT["client"] = BoundedKernelClient
     return BoundedKernelClient

@@ -41,7 +41,7 @@ from .results import Result, Status, WorkerReport, format_points, write_csv
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
 from .sandbox import Limits, remove_control_groups, unavailable_reason, unmount
 from .shards import WHOLE, Shard, shard_key
-from .submissions import Submission, SubmissionRefused, check_notebook, read_submitted_file
+from .submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
 from .summary import write_summary
 from .tenancy import sandbox_servers
 from .warm import WarmWorker
@@ -147,23 +147,16 @@ class Grader:
                         graded_at=datetime.now().isoformat(timespec="seconds"),
                         sandboxed=self.sandbox is not None)
         try:
-            problems = [submission.refused] if submission.refused else \
-                [p for p in (check_notebook(path) for path in submission.files.values()) if p]
+            problems, contents = ([submission.refused], {}) if submission.refused else self._read(submission)
             course = None
             if not problems:
-                try:  # the grader's own copy, read once, bounded, never through a link; then checked
-                    course = self._course_for(submission)
+                try:  # the grader's own copy of the bytes it checked
+                    course = self._course_for(submission, contents)
                 except SubmissionRefused as refusal:
                     problems = [str(refusal)]
-            if course is not None:
-                target = course / "submitted" / submission.student / self.lab
-                problems = [p for p in (check_notebook(target / f"{name}.ipynb", lab=self.lab, name=name)
-                                        for name in submission.files) if p]
             if problems:
                 result.status, result.detail = Status.INVALID, "; ".join(problems)
                 Path(result.log).write_text(result.detail + "\n")
-                if course is not None:
-                    shutil.rmtree(course, ignore_errors=True)
             else:
                 self._autograde(submission, result, course)
         except Exception as err:  # the grader's own failure: reported, and the run goes on
@@ -176,8 +169,24 @@ class Grader:
         (self.results_dir / f"{submission.student}.json").write_text(result.to_json())
         return result, False
 
-    def _course_for(self, submission: Submission) -> Path:
-        """The student's private course folder: the lab's template plus a copy of the submission."""
+    def _read(self, submission: Submission) -> tuple[list[str], dict[str, bytes]]:
+        """Each submitted notebook read once (bounded, never through a link) and checked against the lab:
+        (why not, for each that fails; {notebook name: its bytes} for the others)."""
+        problems, contents = [], {}
+        for name, path in submission.files.items():
+            try:
+                data = read_submitted_file(path)
+            except SubmissionRefused as refusal:
+                problems.append(str(refusal))
+                continue
+            problem = check_notebook_bytes(data, path.name, lab=self.lab, name=name)
+            if problem:
+                problems.append(problem)
+            contents[name] = data
+        return problems, contents
+
+    def _course_for(self, submission: Submission, contents: dict[str, bytes]) -> Path:
+        """The student's private course folder: the lab's template plus the submission's checked ``contents``."""
         student, lab = submission.student, self.lab
         course = self.out / "course" / student
         if course.exists():
@@ -186,8 +195,8 @@ class Grader:
         target = course / "submitted" / student / lab
         target.mkdir(parents=True)
         try:
-            for name, path in submission.files.items():  # content only: the original is untouched
-                (target / f"{name}.ipynb").write_bytes(read_submitted_file(path))
+            for name, data in contents.items():  # content only: the original is untouched
+                (target / f"{name}.ipynb").write_bytes(data)
             for path in submission.extra:
                 (target / path.name).write_bytes(read_submitted_file(path, limit=EXTRA_FILE_BYTES))
         except SubmissionRefused:

@@ -297,37 +297,43 @@ def check_notebook(path: Path, lab: str | None = None, name: str | None = None) 
 
     With ``lab`` (and ``name``, the lab's notebook, needed only when the lab has several), also why its
     nbgrader cells do not match the lab's (``check_grade_cells``)."""
-    import nbformat
-
     path = Path(path)
     try:
         data = read_submitted_file(path)
     except SubmissionRefused as refusal:
         return str(refusal)
+    return check_notebook_bytes(data, path.name, lab=lab, name=name)
+
+
+def check_notebook_bytes(data: bytes, shown: str, lab: str | None = None, name: str | None = None) -> str | None:
+    """``check_notebook`` for a file already read (``read_submitted_file``): ``shown`` is its name in the
+    reasons. The grader reads each submitted file once and checks those bytes."""
+    import nbformat
+
     try:
         raw = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        return f"{path.name} cannot be read as text ({type(err).__name__})"
+        return f"{shown} cannot be read as text ({type(err).__name__})"
     try:
         parsed = json.loads(raw)
     except RecursionError:
-        return f"{path.name} is JSON nested too deeply to be a notebook"
+        return f"{shown} is JSON nested too deeply to be a notebook"
     except ValueError as err:
-        return f"{path.name} is not JSON ({err})"
+        return f"{shown} is not JSON ({err})"
     if not isinstance(parsed, dict) or "cells" not in parsed or "nbformat" not in parsed:
-        return f"{path.name} is JSON but not a Jupyter notebook"
+        return f"{shown} is JSON but not a Jupyter notebook"
     try:
         notebook = nbformat.reads(raw, as_version=4)
         nbformat.validate(notebook)
     except RecursionError:
-        return f"{path.name} is nested too deeply to be a notebook"
+        return f"{shown} is nested too deeply to be a notebook"
     except Exception as err:  # nbformat raises several kinds of errors for broken notebooks
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return f"{path.name} is not a valid Jupyter notebook ({first})"
+        return f"{shown} is not a valid Jupyter notebook ({first})"
     if lab is not None:
         problem = check_grade_cells(notebook, lab_source_notebook(lab, name))
         if problem:
-            return f"{path.name}: {problem}"
+            return f"{shown}: {problem}"
     return None
 
 
