@@ -23,6 +23,7 @@ FETCH_BYTES = 4 * MB              # what one fetch of the checks' consumer may b
 
 # A checkpoint the checks read (measured: the largest any lab's reference leaves is ~6 MB in ~900 files)
 CHECKPOINT_FILES = 20_000         # files in one checkpoint folder
+FOLDER_DEPTH = 32                 # folders within folders under a work folder (a checkpoint's deepest: ~6)
 CHECKPOINT_BYTES = 512 * MB       # their sizes together, on disk
 LOG_FILE_BYTES = 1 * MB           # a file of the query's logs: metadata, offsets/N, commits/N, sources/...
 ZIP_ENTRIES = 10_000              # entries in one state snapshot zip (RocksDB's)
@@ -48,6 +49,8 @@ def scan_checkpoint(folder) -> None:
     root = Path(folder)
     files = total = 0
     for here, dirs, names in os.walk(root, followlinks=False):
+        if len(Path(here).relative_to(root).parts) >= FOLDER_DEPTH:
+            raise TooLarge(f"the checkpoint's folders are nested more than {FOLDER_DEPTH} deep")
         for name in [*dirs, *names]:
             path = Path(here) / name
             info = path.lstat()

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ..stack.java import find_java
 from ..stack.paths import PACKAGE_DIR, cache_dir
-from .bounds import bounded_kernel_client
+from .bounds import FOLDER_DEPTH, bounded_kernel_client
 from .kafka_requests import RefusedRequest, TopicBudget, read_frame
 from .sandbox_boot import close_both, pump
 
@@ -653,25 +653,29 @@ def untrusted_folder(folder: Path, *, readable: bool = False) -> list[str]:
     """Make what a submission left in ``folder`` safe for the grader to read: remove every symbolic
     link, pipe, socket and device in it (nothing read afterwards leads out of the folder or blocks).
     ``readable``: also let any user read it (the hidden checks' sandbox runs as a user of its own; the
-    submission's processes are gone by then). Returns what was removed (relative paths)."""
+    submission's processes are gone by then). Folders deeper than ``bounds.FOLDER_DEPTH`` are not walked
+    (nor made readable: the checks refuse such a checkpoint), and a path the system cannot handle is
+    skipped, never a failure of the grader's. Returns what was removed (relative paths)."""
     import stat
 
     removed = []
     if readable:
         os.chmod(folder, 0o755)
+    top = len(Path(folder).parts)
     for root, dirs, files in os.walk(folder, followlinks=False):
         for name in [*dirs, *files]:
             path = Path(root) / name
             try:
                 mode = path.lstat().st_mode
-            except OSError:
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    path.unlink(missing_ok=True)
+                    removed.append(str(path.relative_to(folder)))
+                elif readable:
+                    os.chmod(path, 0o755 if stat.S_ISDIR(mode) else 0o644)
+            except OSError:  # e.g. a name past PATH_MAX, from a folder nested thousands deep
                 continue
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                path.unlink(missing_ok=True)
-                removed.append(str(path.relative_to(folder)))
-            elif readable:
-                os.chmod(path, 0o755 if stat.S_ISDIR(mode) else 0o644)
-        dirs[:] = [d for d in dirs if (Path(root) / d).is_dir() and not (Path(root) / d).is_symlink()]
+        deep = len(Path(root).parts) - top >= FOLDER_DEPTH
+        dirs[:] = [] if deep else [d for d in dirs if (Path(root) / d).is_dir() and not (Path(root) / d).is_symlink()]
     return removed
 
 

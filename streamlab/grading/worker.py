@@ -290,7 +290,7 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
                     logging.exception("grading failed")
                     raise
         except Exception as err:  # the grader's own failure: reported, and the next student goes on
-            report = WorkerReport.no_result(Status.ERROR, f"the worker failed: {type(err).__name__}: {err}")
+            report = WorkerReport.no_result(Status.ERROR, f"the worker failed: {type(err).__name__}: {str(err)[:300]}")
         finally:
             os.environ.clear()
             os.environ.update(own_env)

@@ -109,3 +109,35 @@ def test_the_kernel_clients_sockets_refuse_large_messages():
         assert socket.getsockopt(zmq.RCVHWM) == bounds.KERNEL_MESSAGES_QUEUED
     finally:
         socket.close(linger=0)
+
+
+def _nest(root, depth: int, name: str = "dddddddddd") -> None:
+    """``depth`` folders within folders under ``root``, made with dir_fd (so far past PATH_MAX)."""
+    import os
+
+    here = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir(name, dir_fd=here)
+        deeper = os.open(name, os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = deeper
+    os.close(here)
+
+
+def test_a_checkpoint_nested_hundreds_deep_is_refused(tmp_path):
+    root = _checkpoint(tmp_path / "ckpt")
+    _nest(root / "state", 500)
+    with pytest.raises(bounds.TooLarge, match="nested more than 32 deep"):
+        bounds.scan_checkpoint(root)
+
+
+def test_the_grader_walks_a_work_folder_nested_past_path_max_without_failing(tmp_path):
+    """A submission left 500 nested folders (paths far past PATH_MAX): making its folder safe and readable
+    failed the worker with ENAMETOOLONG, a grader error every run. Now the walk stops at FOLDER_DEPTH."""
+    from streamlab.grading.sandbox import untrusted_folder
+
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    _nest(work / "data", 500)  # 5,500 characters: past PATH_MAX, within what rmtree cleans
+    (work / "data" / "link").symlink_to("/etc/passwd")
+    assert untrusted_folder(work, readable=True) == ["data/link"]

@@ -12,6 +12,8 @@ before the victims, whose right grades are asserted:
     d_door       300 connections to the broker at once, then a 2,000-partition topic
     e_html       script, event handlers and javascript: links in its outputs and markdown
     f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer
+    h_deep       a checkpoint of 500 folders within folders, past PATH_MAX (the grader's walk of its work
+                 folder failed with ENAMETOOLONG: a grader error, every run)
     g_exfil      keeps every cell's source from a pre_run_cell hook and prints it base64'd and reversed (the old
                  grader ran hidden tests in the kernel: eight hidden lines were read back from the feedback page)
     s_link       a symbolic link to the solution notebook            -> invalid notebook, never read
@@ -146,6 +148,18 @@ for name, attempt in [("LIST", lambda: admin.list_consumer_groups()),
     except Exception as err:
         print(name, "refused", type(err).__name__)
 ''',
+    "h_deep": '''
+import os
+root = os.path.join(os.environ["STREAMLAB_DATA_DIR"], "checkpoints", "lab01-requests-abcdef")
+os.makedirs(root, exist_ok=True)
+here = os.open(root, os.O_RDONLY)
+for _ in range(500):
+    os.mkdir("dddddddddd", dir_fd=here)
+    deeper = os.open("dddddddddd", os.O_RDONLY, dir_fd=here)
+    os.close(here)
+    here = deeper
+os.close(here)
+''',
     "g_exfil": '''
 import base64
 def keep(info):
@@ -250,7 +264,7 @@ def test_the_victims_keep_full_marks_under_their_own_names(hostile):
 
 
 @pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy",
-                                     "g_exfil"])
+                                     "g_exfil", "h_deep"])
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
