@@ -124,19 +124,29 @@ def _nest(root, depth: int, name: str = "dddddddddd") -> None:
     os.close(here)
 
 
-def test_a_checkpoint_nested_hundreds_deep_is_refused(tmp_path):
-    root = _checkpoint(tmp_path / "ckpt")
+@pytest.fixture
+def nested(tmp_path):
+    """``tmp_path``, whose nested folders are removed by ``rm`` afterwards (pytest's own clean-up recurses
+    once per folder level)."""
+    import subprocess
+
+    yield tmp_path
+    subprocess.run(["rm", "-rf", str(tmp_path)], check=False, timeout=60)
+
+
+def test_a_checkpoint_nested_hundreds_deep_is_refused(nested):
+    root = _checkpoint(nested / "ckpt")
     _nest(root / "state", 500)
     with pytest.raises(bounds.TooLarge, match="nested more than 32 deep"):
         bounds.scan_checkpoint(root)
 
 
-def test_the_grader_walks_a_work_folder_nested_past_path_max_without_failing(tmp_path):
+def test_the_grader_walks_a_work_folder_nested_past_path_max_without_failing(nested):
     """A submission left 500 nested folders (paths far past PATH_MAX): making its folder safe and readable
     failed the worker with ENAMETOOLONG, a grader error every run. Now the walk stops at FOLDER_DEPTH."""
     from streamlab.grading.sandbox import untrusted_folder
 
-    work = tmp_path / "work"
+    work = nested / "work"
     (work / "data").mkdir(parents=True)
     _nest(work / "data", 500)  # 5,500 characters: past PATH_MAX, within what rmtree cleans
     (work / "data" / "link").symlink_to("/etc/passwd")
