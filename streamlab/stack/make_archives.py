@@ -93,6 +93,9 @@ def _tail(text: str, lines: int = 15) -> str:
 
 # --- what the new process runs -------------------------------------------------------------------
 
+EXECUTOR_TRIES = 3  # runs of the cluster query until the executor's archive is written
+
+
 def _wait_for(kinds: list[str], timeout: float = WAIT_FOR_ARCHIVE_S) -> None:
     """Wait until the JVMs that exited have finished writing the archives of ``kinds``."""
     deadline = time.monotonic() + timeout
@@ -146,19 +149,26 @@ def _spark_run(servers: str | None, topic: str, work: Path, **conf) -> None:
 def _cluster_run(servers: str | None, topic: str, work: Path, kinds: list[str]) -> None:
     """A master and a worker, and the same query on them from a new driver process, with one executor:
     the worker kills an executor 10 s after its application ends, and one alone has the time to
-    write its archive (two writing at once on two cores may not)."""
+    write its archive (two writing at once on two cores may not). On a busy machine even one can be
+    killed mid-write: then the query runs again, with a new executor and a new part file
+    (``EXECUTOR_TRIES`` in all)."""
     port, ui = _free(cluster.CLUSTER_SETTINGS["master_port"]), _free(cluster.CLUSTER_SETTINGS["master_ui_port"])
     cluster.start(port, ui, quiet=True)
     try:
-        env = dict(os.environ, SPARK_MASTER=f"spark://{cluster.HOST}:{port}")
-        if "spark-executor" in kinds:
-            env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor"))
-        code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
-                "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
-        subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / "cluster")],
-                       env=env, check=True, timeout=600)
-        if "spark-executor" in kinds:
+        wants_executor = "spark-executor" in kinds
+        for attempt in range(EXECUTOR_TRIES if wants_executor else 1):
+            env = dict(os.environ, SPARK_MASTER=f"spark://{cluster.HOST}:{port}")
+            if wants_executor:
+                env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor"))
+            code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
+                    "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
+            subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / f"cluster-{attempt}")],
+                           env=env, check=True, timeout=600)
+            if not wants_executor:
+                break
             _wait_for(["spark-executor"], timeout=30)
+            if state("spark-executor").ready:
+                break
     finally:
         cluster.stop(quiet=True)
 

@@ -45,3 +45,27 @@ def test_a_kind_that_could_not_be_made_is_not_tried_again_by_make(tmp_path, monk
     assert make_archives.failed_before(broker_state.path)
     make_archives.make_missing(["kafka-broker"], quiet=True)
     assert capsys.readouterr().out == "", "not tried again"
+
+
+def test_an_executor_killed_while_writing_its_archive_gets_another_run(tmp_path, monkeypatch):
+    """The worker kills an executor 10 s after its application ends; on a busy machine that can cut its
+    archive short (the part file stays incomplete). The cluster query then runs again with a fresh
+    executor, up to EXECUTOR_TRIES times, and stops as soon as the archive is there."""
+    from types import SimpleNamespace
+
+    runs, options = [], []
+    monkeypatch.setattr(make_archives.cluster, "start", lambda *a, **k: None)
+    monkeypatch.setattr(make_archives.cluster, "stop", lambda *a, **k: None)
+    monkeypatch.setattr(make_archives, "_wait_for", lambda kinds, timeout: None)
+    monkeypatch.setattr(make_archives, "jvm_options", lambda kind: [f"-XX:ArchiveClassesAtExit=part-{len(options)}"])
+    monkeypatch.setattr(make_archives.subprocess, "run",
+                        lambda cmd, env, **k: (runs.append(cmd), options.append(env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"])))
+    monkeypatch.setattr(make_archives, "state", lambda kind: SimpleNamespace(ready=len(runs) >= 2))
+    make_archives._cluster_run("127.0.0.1:9092", "t", tmp_path, ["spark-executor"])
+    assert len(runs) == 2, "written on the second run: no third"
+    assert options == ["-XX:ArchiveClassesAtExit=part-0", "-XX:ArchiveClassesAtExit=part-1"], "a new part file each run"
+
+    runs.clear(), options.clear()
+    monkeypatch.setattr(make_archives, "state", lambda kind: SimpleNamespace(ready=False))
+    make_archives._cluster_run("127.0.0.1:9092", "t", tmp_path, ["spark-executor"])
+    assert len(runs) == make_archives.EXECUTOR_TRIES, "bounded: the doctor then says which archive is missing"
