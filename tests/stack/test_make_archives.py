@@ -58,8 +58,12 @@ def test_an_executor_killed_while_writing_its_archive_gets_another_run(tmp_path,
     monkeypatch.setattr(make_archives.cluster, "stop", lambda *a, **k: None)
     monkeypatch.setattr(make_archives, "_wait_for", lambda kinds, timeout: None)
     monkeypatch.setattr(make_archives, "jvm_options", lambda kind: [f"-XX:ArchiveClassesAtExit=part-{len(options)}"])
-    monkeypatch.setattr(make_archives.subprocess, "run",
-                        lambda cmd, env, **k: (runs.append(cmd), options.append(env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"])))
+
+    def run(cmd, env, **kwargs):
+        runs.append(cmd)
+        options.append(env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"])
+
+    monkeypatch.setattr(make_archives.subprocess, "run", run)
     monkeypatch.setattr(make_archives, "state", lambda kind: SimpleNamespace(ready=len(runs) >= 2))
     make_archives._cluster_run("127.0.0.1:9092", "t", tmp_path, ["spark-executor"])
     assert len(runs) == 2, "written on the second run: no third"
