@@ -3,6 +3,8 @@
 #   lab           JupyterLab on 0.0.0.0:8888, rooted at the mounted course (default)
 #   spark-master  standalone Spark master (RPC 7077, web UI 8080)
 #   spark-worker  standalone Spark worker registering with $SPARK_MASTER
+#   kafka         the course's Kafka broker in the foreground (`streamlab kafka serve`: the native broker's
+#                 jars and settings, its network from the STREAMLAB_KAFKA_* variables)
 #   anything else is executed as given, e.g. `streamlab grade ...` or `bash`.
 set -euo pipefail
 
@@ -50,6 +52,9 @@ case "${role}" in
             --ServerApp.allow_remote_access=False \
             --LabApp.default_url="/lab/tree/notebooks/00_setup.ipynb" \
             "$@"
+        ;;
+    kafka)
+        exec streamlab kafka serve "$@"
         ;;
     spark-master)
         # SPARK_DAEMON_MEMORY (heap of this JVM) is read by spark-class.

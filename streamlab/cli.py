@@ -2,7 +2,7 @@
 
     streamlab fetch                 resolve the Java jars once (then everything works offline) and
                                     make the JVMs' start-up archives
-    streamlab kafka start|stop|status|reset
+    streamlab kafka start|stop|status|reset|serve
     streamlab kafka topics          every topic with its partitions and end offsets
     streamlab kafka read TOPIC      print a topic's records (partition, offset, key, value)
     streamlab kafka console producer|consumer|topics|groups ...   Kafka's own command-line tools
@@ -69,6 +69,12 @@ def cmd_kafka(args) -> int:
         print(f"Kafka is ready at {state.bootstrap_servers} ({time.monotonic() - started:.1f}s). "
               f"Log: {broker.log_file()}")
         return 0
+    if args.action == "serve":
+        try:
+            broker.serve()  # does not return: the broker takes this process's place
+        except broker.BrokerError as err:
+            print(f"streamlab: {err}", file=sys.stderr)
+            return 2
     if args.action == "stop":
         if not broker.stop():
             print("The broker was not running.")
@@ -204,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--port", type=int, default=None,
                        help="preferred port (default: the previous one, else 9092; "
                             "another is chosen if it is taken)")
+    actions.add_parser("serve", help="run the broker in the foreground, its network from STREAMLAB_KAFKA_* variables "
+                                     "(the Docker stack's Kafka: docker/entrypoint.sh's kafka role)")
     actions.add_parser("stop", help="stop the native broker")
     actions.add_parser("status", help="is the native broker running, and where")
     actions.add_parser("reset", help="stop the native broker and delete all its topics")

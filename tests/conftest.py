@@ -1,10 +1,11 @@
 """Shared fixtures: a real Kafka broker and one SparkSession for the whole test run.
 
-Kafka, in this order: ``KAFKA_BOOTSTRAP_SERVERS`` if set; a Kafka container (testcontainers'
-generic container running apache/kafka, the Docker stack's image) when a Docker engine answers and
-the image can be started; otherwise the course's native KRaft broker, started for the run in the
-run's own data folder (below) and stopped at the end. All three run the same Kafka version with the same
-settings (tests/stack/test_kafka_everywhere.py). The chosen address is exported as
+Kafka, in this order: ``KAFKA_BOOTSTRAP_SERVERS`` if set; with ``STREAMLAB_TEST_KAFKA=docker``, a Kafka
+container (testcontainers' generic container running the course image's ``kafka`` role, the Docker
+stack's broker) when a Docker engine answers and the image is here; otherwise the course's native KRaft
+broker (the default), started for the run in the run's own data folder (below) and stopped at the end.
+The container is the native broker's jars and settings (``streamlab kafka serve``); the docker tier
+(tests/docker) starts it through testcontainers. The chosen address is exported as
 ``KAFKA_BOOTSTRAP_SERVERS`` so that notebooks and graded labs, run in child processes, use it too.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from streamlab.stack import broker, kafka_settings
+from streamlab.stack import broker, docker_images
 from streamlab.stack.paths import project_root
 
 # A red run explains itself: each failing test's first error line, the grader's rows, the kept logs
@@ -50,46 +51,47 @@ def docker_engine_answers() -> tuple[bool, str]:
     return True, proc.stdout.strip()
 
 
-# The test suite's Kafka container: the image of the Docker stack (docker/compose.yaml), which is the
-# Kafka version of the native broker, with the same learner-visible settings (BROKER_SETTINGS).
-KAFKA_IMAGE = kafka_settings.DOCKER_IMAGE
+# The test suite's Kafka container: the course image's `kafka` role, the broker of the Docker stack
+# (docker/compose.yaml), which is the native broker's jars and settings (BROKER_SETTINGS) in a container.
+KAFKA_IMAGE = docker_images.COURSE_IMAGE
 CONTAINER_START_TIMEOUT_S = 120
 # Which Kafka the run uses: "container", "native", or "configured" (KAFKA_BOOTSTRAP_SERVERS was set).
 KAFKA_IN_USE = {"kind": None}
 
 
 def kafka_container_env(host: str, host_port: int, sandbox_port: int) -> dict[str, str]:
-    """The environment of the tests' apache/kafka container: one KRaft node (broker and controller)
-    advertised at ``host:host_port`` (and its grading listener, SANDBOX, at ``host:sandbox_port``), plus
-    ``BROKER_SETTINGS`` as the image's KAFKA_... variables."""
-    return {
-        "KAFKA_NODE_ID": "1",
-        "KAFKA_PROCESS_ROLES": "broker,controller",
-        "CLUSTER_ID": "UZiCGSqPRbmStPoF5JCGqQ",
-        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093,SANDBOX://:9094",
-        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{host}:{host_port},SANDBOX://{host}:{sandbox_port}",
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SANDBOX:SASL_PLAINTEXT",
-        "KAFKA_INTER_BROKER_LISTENER_NAME": "PLAINTEXT",
-        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-        "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
-        "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
-        "KAFKA_HEAP_OPTS": "-Xmx512m -Xms512m",
-        **kafka_settings.docker_env(),
+    """The network of the tests' Kafka container (``broker.NETWORK_VARIABLES``): one KRaft node advertised at
+    ``host:host_port``, and its grading listener, SANDBOX, at ``host:sandbox_port``. Every other setting is
+    the image's own, the native broker's."""
+    network = {
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093,SANDBOX://:9094",
+        "advertised": f"PLAINTEXT://{host}:{host_port},SANDBOX://{host}:{sandbox_port}",
+        "protocols": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SANDBOX:SASL_PLAINTEXT",
+        "inter_broker": "PLAINTEXT",
+        "voters": "1@localhost:9093",
     }
+    return {broker.NETWORK_VARIABLES[field]: value for field, value in network.items()}
 
 
 def container_class():
-    """testcontainers' generic container (a function, so a test can put a fake in its place)."""
+    """testcontainers' generic container (a function, so a test can put a fake in its place). Its reaper
+    (Ryuk) is an image of its own, which a machine without a registry cannot pull: the run stops its
+    container itself (the ExitStack), so the reaper is not used."""
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
     from testcontainers.core.container import DockerContainer
 
     return DockerContainer
 
 
 def start_kafka_container(stack: ExitStack) -> str:
-    """Run KAFKA_IMAGE (pulling it if needed) until it answers; ``stack`` removes it at the end."""
+    """Run KAFKA_IMAGE until it answers; ``stack`` removes it at the end. The image is built here
+    (tests/docker, `make docker-base` and docker/compose.yaml), never pulled."""
+    if docker_images.image_id(KAFKA_IMAGE) is None:
+        raise LookupError(f"no {KAFKA_IMAGE} image here (the docker tier builds it)")
     host, port, sandbox_port = "127.0.0.1", _free_port(), _free_port()
-    container = (container_class()(KAFKA_IMAGE, env=kafka_container_env(host, port, sandbox_port))
-                 .with_bind_ports(9092, port).with_bind_ports(9094, sandbox_port))
+    container = container_class()(KAFKA_IMAGE, env=kafka_container_env(host, port, sandbox_port)).with_command("kafka")
+    # published on 127.0.0.1 only (with_bind_ports takes no address; its dict is passed to docker as it is)
+    container.ports.update({"9092/tcp": (host, port), "9094/tcp": (host, sandbox_port)})
     servers = f"{host}:{port}"
     try:
         container.start()
@@ -117,13 +119,13 @@ def _free_port() -> int:
 def start_test_kafka(stack: ExitStack, say, *, wait: bool = True) -> str:
     """Start the Kafka the test run uses and return its address; ``stack`` stops it at the end.
 
-    A Kafka container when a Docker engine answers (STREAMLAB_TEST_KAFKA=auto, the default, or
-    docker); if the engine answers but the container cannot be started (say, the image cannot be
-    pulled offline), ``say`` is told why and the native broker is used. STREAMLAB_TEST_KAFKA=native
-    skips Docker. ``wait=False``: a native broker may still be starting (``broker.wait_ready()``).
+    The native broker (STREAMLAB_TEST_KAFKA=native, the default), or with STREAMLAB_TEST_KAFKA=docker a
+    Kafka container when a Docker engine answers; if the container cannot be started (say, its image was
+    never built here), ``say`` is told why and the native broker is used. ``wait=False``: a native broker
+    may still be starting (``broker.wait_ready()``).
     """
-    mode = os.environ.get("STREAMLAB_TEST_KAFKA", "auto")
-    if mode in ("auto", "docker") and docker_engine_answers()[0]:
+    mode = os.environ.get("STREAMLAB_TEST_KAFKA", "native")
+    if mode == "docker" and docker_engine_answers()[0]:
         try:
             servers = start_kafka_container(stack)
             KAFKA_IN_USE["kind"] = "container"

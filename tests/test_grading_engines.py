@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 JOB_FILE = ROOT / "docker" / "k8s" / "grade-job.yaml"
 WORKFLOW_FILE = ROOT / ".github" / "workflows" / "grade.yml"
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
-LISTENER_KEYS = {"KAFKA_LISTENERS", "KAFKA_ADVERTISED_LISTENERS", "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP",
-                 "KAFKA_CONTROLLER_QUORUM_VOTERS"}   # a pod's Kafka listens on localhost, compose's on its network
+LISTENER_KEYS = {"STREAMLAB_KAFKA_LISTENERS", "STREAMLAB_KAFKA_ADVERTISED_LISTENERS", "STREAMLAB_KAFKA_PROTOCOLS",
+                 "STREAMLAB_KAFKA_VOTERS"}   # a pod's Kafka listens on localhost, compose's on its network
 
 
 # --------------------------------------------------------------------------- Kubernetes' models as the schema
@@ -153,15 +153,16 @@ def test_each_pod_has_the_courses_kafka(manifests):
     assert kafka["restartPolicy"] == "Always", "a native sidecar: started first, stopped when the grader ends"
     assert "startupProbe" in kafka, "the grader starts once Kafka answers"
     compose_kafka = COMPOSE["services"]["kafka"]
-    assert kafka["image"] == compose_kafka["image"]
+    assert kafka["image"] == compose_kafka["image"] == grader["image"], "the course image, as the grader's"
+    assert kafka["args"] == compose_kafka["command"] == ["kafka"]
     pod_env = {e["name"]: str(e["value"]) for e in kafka["env"]}
     compose_env = {k: str(v) for k, v in compose_kafka["environment"].items()}
     assert {k: v for k, v in pod_env.items() if k not in LISTENER_KEYS} == \
         {k: v for k, v in compose_env.items() if k not in LISTENER_KEYS}
-    listeners = dict(re.findall(r"(\w+)://([^,]+)", pod_env["KAFKA_ADVERTISED_LISTENERS"]))
+    listeners = dict(re.findall(r"(\w+)://([^,]+)", pod_env["STREAMLAB_KAFKA_ADVERTISED_LISTENERS"]))
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == listeners["DOCKER"]
     assert env["STREAMLAB_KAFKA_SANDBOX_SERVERS"] == listeners["SANDBOX"]
-    assert "SANDBOX:SASL_PLAINTEXT" in pod_env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+    assert "SANDBOX:SASL_PLAINTEXT" in pod_env["STREAMLAB_KAFKA_PROTOCOLS"]
     shared = {k: v for k, v in COMPOSE["x-course-env"].items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
     assert {k: env[k] for k in shared} == {k: str(v) for k, v in shared.items()}
 

@@ -131,22 +131,84 @@ def status() -> BrokerStatus:
     return BrokerStatus(True, pid, port, f"running on 127.0.0.1:{port} (pid {pid}){note}")
 
 
-def _write_config(port: int, controller_port: int, sandbox_port: int) -> Path:
-    props = home() / "server.properties"
+@dataclass(frozen=True)
+class Network:
+    """Where a broker listens and what it tells its clients: the only settings that depend on where it
+    runs. Everything else is ``BROKER_SETTINGS``, the same for the native broker and the Docker stack."""
+    listeners: str  # e.g. PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:10092,SANDBOX://127.0.0.1:9094
+    advertised: str  # what clients are told to connect to (every listener but CONTROLLER)
+    protocols: str  # listener name -> security protocol
+    inter_broker: str  # the listener this broker talks to itself on
+    voters: str  # controller.quorum.voters: 1@host:port of the CONTROLLER listener
+
+    @classmethod
+    def native(cls, port: int, controller_port: int, sandbox_port: int) -> Network:
+        """The native broker's: every listener on 127.0.0.1."""
+        return cls(
+            listeners=f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},"
+                      f"{SANDBOX_LISTENER}://127.0.0.1:{sandbox_port}",
+            advertised=f"PLAINTEXT://127.0.0.1:{port},{SANDBOX_LISTENER}://127.0.0.1:{sandbox_port}",
+            protocols=f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SANDBOX_LISTENER}:SASL_PLAINTEXT",
+            inter_broker="PLAINTEXT", voters=f"1@127.0.0.1:{controller_port}")
+
+
+NETWORK_VARIABLES = {  # a container's network, from its environment (docker/compose.yaml, tests/conftest.py)
+    "listeners": "STREAMLAB_KAFKA_LISTENERS", "advertised": "STREAMLAB_KAFKA_ADVERTISED_LISTENERS",
+    "protocols": "STREAMLAB_KAFKA_PROTOCOLS", "inter_broker": "STREAMLAB_KAFKA_INTER_BROKER_LISTENER",
+    "voters": "STREAMLAB_KAFKA_VOTERS",
+}
+
+
+def server_properties(network: Network, log_dirs: Path) -> str:
+    """The broker's server.properties: a single KRaft node (broker and controller in one process) on
+    ``network``, with ``BROKER_SETTINGS``."""
     settings = "".join(f"{key}={value}\n" for key, value in BROKER_SETTINGS.items())
-    props.write_text(f"""# Written by streamlab: a single-node KRaft broker for the course (broker + controller).
-# The settings after log.dirs are streamlab.stack.broker.BROKER_SETTINGS, the same in the Docker stack.
+    return f"""# Written by streamlab: a single-node KRaft broker for the course (broker + controller).
+# The settings after log.dirs are streamlab.stack.kafka_settings.BROKER_SETTINGS, the same in the Docker stack.
 process.roles=broker,controller
 node.id=1
-controller.quorum.voters=1@127.0.0.1:{controller_port}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},{SANDBOX_LISTENER}://127.0.0.1:{sandbox_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port},{SANDBOX_LISTENER}://127.0.0.1:{sandbox_port}
+controller.quorum.voters={network.voters}
+listeners={network.listeners}
+advertised.listeners={network.advertised}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SANDBOX_LISTENER}:SASL_PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
-log.dirs={home() / 'data'}
-{settings}""")
+listener.security.protocol.map={network.protocols}
+inter.broker.listener.name={network.inter_broker}
+log.dirs={log_dirs}
+{settings}"""
+
+
+def _write_config(port: int, controller_port: int, sandbox_port: int) -> Path:
+    props = home() / "server.properties"
+    props.write_text(server_properties(Network.native(port, controller_port, sandbox_port), home() / "data"))
     return props
+
+
+def _command(java: str, props: Path) -> list[str]:
+    """The broker's JVM: the quick JIT only (a course broker's loads are small, and it starts about a
+    second sooner), from its class-data-sharing archive (streamlab.stack.jvm_archives), or making it."""
+    return [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", QUICK_JIT, "-Djava.awt.headless=true",
+            *jvm_options("kafka-broker", java=java),
+            f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-broker-log4j2.yaml'}",
+            f"-Dstreamlab.broker.log={log_file()}",
+            "-cp", classpath(), "kafka.Kafka", str(props)]
+
+
+def serve() -> None:
+    """Run the broker in the foreground, in place of this process: the Docker stack's and the tests'
+    Kafka container (the course image's ``kafka`` role, docker/entrypoint.sh). Its network comes from
+    ``NETWORK_VARIABLES``; every other setting is the native broker's. The jars are the image's own."""
+    missing = [v for v in NETWORK_VARIABLES.values() if not os.environ.get(v)]
+    if missing:
+        raise BrokerError(f"the broker's network is not given: set {', '.join(missing)}")
+    network = Network(**{field: os.environ[v] for field, v in NETWORK_VARIABLES.items()})
+    java = require_java()
+    props = home() / "server.properties"
+    props.write_text(server_properties(network, home() / "data"))
+    _format_storage(java, props)
+    command = _command(java, props)
+    print(f"Kafka {KAFKA_VERSION}, the course's broker: {network.advertised} (data in {home() / 'data'})", flush=True)
+    os.chdir(home())
+    os.execv(java, command)
 
 
 def classpath(*sets: str) -> str:
@@ -226,13 +288,7 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
     sandbox = _free_port(previous.get("sandbox_port") or chosen + 2, avoid={chosen, controller})
     props = _write_config(chosen, controller, sandbox)
     _format_storage(java, props)
-    # the quick JIT only: a course broker's loads are small, and it starts about a second sooner
-    # ... and from its class-data-sharing archive (streamlab.stack.jvm_archives), or makes it
-    cmd = [java, f"-Xmx{HEAP}", f"-Xms{HEAP}", "-XX:+UseG1GC", QUICK_JIT, "-Djava.awt.headless=true",
-           *jvm_options("kafka-broker", java=java),
-           f"-Dlog4j2.configurationFile={PACKAGE_DIR / 'conf' / 'kafka-broker-log4j2.yaml'}",
-           f"-Dstreamlab.broker.log={log_file()}",
-           "-cp", classpath(), "kafka.Kafka", str(props)]
+    cmd = _command(java, props)
     with open(home() / "broker.out", "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=home())

@@ -24,7 +24,7 @@ from pathlib import Path
 from .java import require_java
 from .paths import cache_dir
 
-KAFKA_VERSION = "4.1.0"  # the same Kafka as the Docker stack (apache/kafka:4.1.0)
+KAFKA_VERSION = "4.1.0"  # the one Kafka: native, in the Docker stack (the course image) and in the tests
 SCALA_BINARY = "2.13"
 # The connector matching pyspark 4.2.1 is not published on Maven Central (checked 2026-11-21:
 # spark-sql-kafka-0-10_2.13 stops at 4.2.0, and spark-token-provider-kafka-0-10_2.13 at 4.0.0).

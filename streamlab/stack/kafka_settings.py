@@ -1,9 +1,10 @@
 """The Kafka the course runs, wherever it runs: one version, one set of broker settings.
 
-The native broker (``streamlab.stack.broker``) writes ``BROKER_SETTINGS`` into its server.properties;
-the Docker stack (``docker/compose.yaml``) and the test suite's Kafka container
-(``tests/conftest.py``) run ``DOCKER_IMAGE`` with the same settings as ``KAFKA_...`` variables.
-``tests/stack/test_kafka_everywhere.py`` reads all three and fails if they disagree.
+The broker (``streamlab.stack.broker``) writes ``BROKER_SETTINGS`` into its server.properties wherever it
+runs: natively, and in a container as the course image's ``kafka`` role (``streamlab kafka serve``), which
+is the Docker stack's Kafka (``docker/compose.yaml``), the Kubernetes grading Job's and the test suite's
+container's (``tests/conftest.py``). Those set only the broker's network (``broker.NETWORK_VARIABLES``);
+``tests/stack/test_kafka_everywhere.py`` checks that none sets anything else.
 """
 from __future__ import annotations
 
@@ -11,10 +12,7 @@ from pathlib import Path
 
 from .jars import KAFKA_VERSION
 
-__all__ = ["KAFKA_VERSION", "DOCKER_IMAGE", "BROKER_SETTINGS", "SANDBOX_LISTENER", "docker_env_name", "docker_env",
-           "read_properties", "differences"]
-
-DOCKER_IMAGE = f"apache/kafka:{KAFKA_VERSION}"  # the same Kafka, for the Docker stack and the tests
+__all__ = ["KAFKA_VERSION", "BROKER_SETTINGS", "SANDBOX_LISTENER", "read_properties", "differences"]
 
 # What a learner can notice about the broker, the same on the native broker, in the Docker stack and
 # in the tests' container. Where a value differs from Kafka's own default, the comment says why.
@@ -52,17 +50,6 @@ BROKER_SETTINGS = {
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
 }
 SANDBOX_LISTENER = "SANDBOX"  # the grader's SASL_PLAINTEXT listener (see above)
-
-
-def docker_env_name(setting: str) -> str:
-    """The environment variable of the apache/kafka image for a broker setting:
-    ``num.partitions`` -> ``KAFKA_NUM_PARTITIONS`` (``-`` -> ``___``, ``_`` -> ``__``, ``.`` -> ``_``)."""
-    return "KAFKA_" + setting.replace("_", "__").replace("-", "___").replace(".", "_").upper()
-
-
-def docker_env(settings: dict[str, str] | None = None) -> dict[str, str]:
-    """``BROKER_SETTINGS`` as environment variables of the apache/kafka image."""
-    return {docker_env_name(k): v for k, v in (BROKER_SETTINGS if settings is None else settings).items()}
 
 
 def read_properties(path: Path) -> dict[str, str]:

@@ -1,43 +1,120 @@
-"""One Kafka everywhere: the native broker, the Docker stack and the test suite's container run the
-same Kafka version with the same settings a learner can notice (streamlab.stack.kafka_settings.BROKER_SETTINGS).
-
-Each configuration is read where it is written: the native broker's server.properties, the kafka
-service of docker/compose.yaml, and the environment of the tests' container (tests/conftest.py).
-Settings that only say where a broker listens and stores (listeners, node id, log.dirs) may differ;
-every other setting must be in BROKER_SETTINGS, with its value, in all three.
+"""One Kafka everywhere: the native broker, the Docker stack's broker, the Kubernetes grading Job's and the
+test suite's container are one program (``streamlab.stack.broker``) with one configuration
+(``broker.server_properties``: BROKER_SETTINGS on a network). The containers run the course image's
+``kafka`` role and set only their network (``broker.NETWORK_VARIABLES``); these tests read each place that
+starts a broker and fail if one sets anything else, or if the configuration they get differs.
 """
 from __future__ import annotations
 
 import os
+import re
 from contextlib import ExitStack
 
 import pytest
 import yaml
 from conftest import KAFKA_IMAGE, KAFKA_IN_USE, kafka_container_env, start_test_kafka
 
-from streamlab.stack import broker, jars, kafka_settings
+from streamlab.stack import broker, docker_images, jars, kafka_settings
 from streamlab.stack.paths import project_root
 
 COMPOSE_FILE = project_root() / "docker" / "compose.yaml"
+K8S_JOB = project_root() / "docker" / "k8s" / "grade-job.yaml"
 
-# Where and how a broker listens, stores and is named: these differ between the three, by design.
+# Where and how a broker listens and stores: these differ between deployments, by design.
 PER_DEPLOYMENT = {
     "node.id", "process.roles", "listeners", "advertised.listeners", "listener.security.protocol.map",
     "inter.broker.listener.name", "controller.listener.names", "controller.quorum.voters", "log.dirs",
 }
-# Variables of the apache/kafka image that are not broker settings.
-NOT_SETTINGS = {"CLUSTER_ID", "KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_LOG4J_OPTS"}
+# What a container of the kafka role may set besides its network: where its data and jars are, its heap.
+NOT_SETTINGS = {"STREAMLAB_CACHE_DIR", "STREAMLAB_DATA_DIR", "STREAMLAB_KAFKA_HEAP"}
 
 
-def setting_of(variable: str) -> str:
-    """KAFKA_NUM_PARTITIONS -> num.partitions (the image's rule: ___ is -, __ is _, _ is .)."""
-    assert variable.startswith("KAFKA_"), variable
-    name = variable[len("KAFKA_"):].replace("___", "\0").replace("__", "\1").replace("_", ".")
-    return name.replace("\0", "-").replace("\1", "_").lower()
+def compose_kafka() -> dict:
+    return yaml.safe_load(COMPOSE_FILE.read_text())["services"]["kafka"]
 
 
-def from_env(env: dict) -> dict[str, str]:
-    return {setting_of(k): str(v) for k, v in env.items() if k not in NOT_SETTINGS}
+def k8s_kafka() -> dict:
+    (job,) = [doc for doc in yaml.safe_load_all(K8S_JOB.read_text()) if doc and doc["kind"] == "Job"]
+    pod = job["spec"]["template"]["spec"]
+    containers = pod["containers"] + pod.get("initContainers", [])
+    (kafka,) = [c for c in containers if c["name"] == "kafka"]
+    return kafka
+
+
+def interpolated(value: str) -> str:
+    """Compose's ${NAME:-default}, as a run without NAME set sees it."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", str(value))
+
+
+def network_of(env: dict[str, str]) -> broker.Network:
+    return broker.Network(**{field: interpolated(env[v]) for field, v in broker.NETWORK_VARIABLES.items()})
+
+
+def compose_env() -> dict[str, str]:
+    env = compose_kafka()["environment"]
+    assert isinstance(env, dict), "the kafka service's environment is a mapping"
+    return env
+
+
+def k8s_env() -> dict[str, str]:
+    return {item["name"]: item["value"] for item in k8s_kafka()["env"]}
+
+
+CONTAINERS = {
+    "docker/compose.yaml (kafka service)": compose_env,
+    "docker/k8s/grade-job.yaml (kafka container)": k8s_env,
+    "tests' container (conftest.kafka_container_env)": lambda: kafka_container_env("127.0.0.1", 19092, 19094),
+}
+
+
+@pytest.mark.parametrize("where", CONTAINERS)
+def test_a_container_sets_only_the_brokers_network(where):
+    env = CONTAINERS[where]()
+    others = set(env) - set(broker.NETWORK_VARIABLES.values()) - NOT_SETTINGS
+    assert others == set(), f"{where} sets more than the broker's network: the course's settings are the image's"
+    assert set(broker.NETWORK_VARIABLES.values()) <= set(env), f"{where} leaves part of the network unset"
+
+
+def test_the_stacks_run_the_course_image_as_kafka():
+    assert compose_kafka()["image"] == KAFKA_IMAGE == docker_images.COURSE_IMAGE
+    assert compose_kafka()["command"] == ["kafka"]
+    assert k8s_kafka()["args"] == ["kafka"]
+    assert k8s_kafka()["image"].startswith(docker_images.COURSE_REPOSITORY)
+
+
+def configurations(tmp_path, monkeypatch) -> dict[str, dict[str, str]]:
+    monkeypatch.setenv("STREAMLAB_DATA_DIR", str(tmp_path))
+    native = kafka_settings.read_properties(broker._write_config(19092, 19093, 19094))
+    found = {"native broker (server.properties)": native}
+    for where, env in CONTAINERS.items():
+        text = broker.server_properties(network_of(env()), tmp_path / "data")
+        found[where] = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and line[0] != "#")
+    return found
+
+
+def test_every_broker_has_the_settings_learners_notice_and_one_kraft_node(tmp_path, monkeypatch):
+    for where, settings in configurations(tmp_path, monkeypatch).items():
+        visible = {k: v for k, v in settings.items() if k not in PER_DEPLOYMENT}
+        assert visible == kafka_settings.BROKER_SETTINGS, where
+        assert set(settings["process.roles"].split(",")) == {"broker", "controller"}, where
+        assert settings["controller.quorum.voters"].startswith(settings["node.id"] + "@"), where
+        listeners = {item.split("://")[0] for item in settings["listeners"].split(",")}
+        assert kafka_settings.SANDBOX_LISTENER in listeners and "CONTROLLER" in listeners, where
+        assert settings["inter.broker.listener.name"] in listeners, where
+
+
+def test_serve_refuses_a_container_without_its_network(monkeypatch):
+    for variable in broker.NETWORK_VARIABLES.values():
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(broker.BrokerError, match="the broker's network is not given: set STREAMLAB_KAFKA_LISTENERS"):
+        broker.serve()
+
+
+def test_one_kafka_version():
+    assert f'name="kafka_{jars.SCALA_BINARY}" rev="{jars.KAFKA_VERSION}"' in jars._SPECS["kafka"]
+    assert f'name="kafka-tools" rev="{jars.KAFKA_VERSION}"' in jars._SPECS["tools"]
+    if jars.is_cached("kafka"):
+        assert any(j.name == f"kafka_{jars.SCALA_BINARY}-{jars.KAFKA_VERSION}.jar" for j in jars.jars("kafka"))
 
 
 # Settings the broker does not show through DescribeConfigs (static, or a password-type value); the
@@ -45,81 +122,8 @@ def from_env(env: dict) -> dict[str, str]:
 NOT_REPORTED = {"super.users", "allow.everyone.if.no.acl.found", "listener.name.sandbox.scram-sha-256.sasl.jaas.config"}
 
 
-def native_settings(tmp_path, monkeypatch) -> dict[str, str]:
-    """The server.properties the native broker writes before it starts, read back."""
-    monkeypatch.setenv("STREAMLAB_DATA_DIR", str(tmp_path))
-    props = broker._write_config(19092, 19093, 19094)
-    return kafka_settings.read_properties(props)
-
-
-def compose_kafka() -> dict:
-    return yaml.safe_load(COMPOSE_FILE.read_text())["services"]["kafka"]
-
-
-def compose_settings() -> dict[str, str]:
-    env = compose_kafka()["environment"]
-    assert isinstance(env, dict), "the kafka service's environment is a mapping"
-    return from_env({k: "true" if v is True else "false" if v is False else v for k, v in env.items()})
-
-
-def container_settings() -> dict[str, str]:
-    return from_env(kafka_container_env("127.0.0.1", 19092, 19094))
-
-
-def learner_visible(settings: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in settings.items() if k not in PER_DEPLOYMENT}
-
-
-@pytest.fixture
-def three(tmp_path, monkeypatch) -> dict[str, dict[str, str]]:
-    return {"native broker (server.properties)": native_settings(tmp_path, monkeypatch),
-            "docker/compose.yaml (kafka service)": compose_settings(),
-            "tests' container (conftest.kafka_container_env)": container_settings()}
-
-
-def test_the_three_configurations_agree(three):
-    expected = kafka_settings.BROKER_SETTINGS
-    problems = []
-    for where, settings in three.items():
-        visible = learner_visible(settings)
-        for key in sorted(set(expected) | set(visible)):
-            if visible.get(key) != expected.get(key):
-                problems.append(f"{where}: {key}={visible.get(key, '(unset)')}, "
-                                f"BROKER_SETTINGS says {expected.get(key, '(unset)')}")
-    assert not problems, "the three Kafkas disagree:\n" + "\n".join(problems)
-
-
-def test_the_settings_learners_notice(three):
-    for settings in three.values():
-        assert settings["auto.create.topics.enable"] == "true", "Kafka's default: on"
-        assert settings["num.partitions"] == "1"
-        assert settings["log.retention.hours"] == "-1"
-
-
-def test_each_configuration_is_a_single_kraft_node(three):
-    for where, settings in three.items():
-        assert set(settings["process.roles"].split(",")) == {"broker", "controller"}, where
-        assert settings["controller.quorum.voters"].startswith(settings["node.id"] + "@"), where
-
-
-def test_one_kafka_version():
-    assert KAFKA_IMAGE == kafka_settings.DOCKER_IMAGE == f"apache/kafka:{jars.KAFKA_VERSION}"
-    assert compose_kafka()["image"] == KAFKA_IMAGE
-    assert f'name="kafka_{jars.SCALA_BINARY}" rev="{jars.KAFKA_VERSION}"' in jars._SPECS["kafka"]
-    assert f'name="kafka-tools" rev="{jars.KAFKA_VERSION}"' in jars._SPECS["tools"]
-    if jars.is_cached("kafka"):
-        assert any(j.name == f"kafka_{jars.SCALA_BINARY}-{jars.KAFKA_VERSION}.jar" for j in jars.jars("kafka"))
-
-
-def test_env_names_follow_the_image_rule():
-    assert kafka_settings.docker_env_name("num.partitions") == "KAFKA_NUM_PARTITIONS"
-    assert kafka_settings.docker_env_name("a_b-c.d") == "KAFKA_A__B___C_D"
-    for key in kafka_settings.BROKER_SETTINGS:
-        assert setting_of(kafka_settings.docker_env_name(key)) == key
-
-
 def test_the_kafka_in_use_runs_with_these_settings(kafka_bootstrap):
-    """Whichever of the three the test run uses, the broker itself reports the settings."""
+    """Whichever broker the test run uses, the broker itself reports the settings."""
     if KAFKA_IN_USE["kind"] == "configured":
         pytest.skip(f"KAFKA_BOOTSTRAP_SERVERS={kafka_bootstrap} was set: a Kafka this run did not start")
     from kafka import KafkaAdminClient
@@ -138,40 +142,31 @@ def test_the_kafka_in_use_runs_with_these_settings(kafka_bootstrap):
         assert entries.get(key) == value, f"{key}: broker says {entries.get(key)}, BROKER_SETTINGS {value}"
 
 
-class _Unpullable:
-    """Stands in for testcontainers' DockerContainer on a machine whose registry is unreachable."""
-
-    def __init__(self, image, env):
-        self.image, self.env, self.stopped = image, env, False
-
-    def with_bind_ports(self, container_port, host_port):
-        return self
-
-    def start(self):
-        import docker.errors
-
-        raise docker.errors.APIError(f"pull access denied for {self.image}: dial tcp: lookup "
-                                     "registry-1.docker.io: no such host")
-
-    def stop(self):
-        self.stopped = True
-
-
-def test_an_image_that_cannot_be_pulled_falls_back_to_the_native_broker(kafka_bootstrap, monkeypatch):
+def test_a_container_that_cannot_start_leaves_the_native_broker(kafka_bootstrap, monkeypatch):
+    """STREAMLAB_TEST_KAFKA=docker on a machine where the course image was never built (a laptop with Docker
+    and no registry, say): one line says why, and the run uses the native broker; nothing is pulled."""
     import conftest
 
-    made = []
-    monkeypatch.setattr(conftest, "docker_engine_answers", lambda: (True, "27.3.1"))
-    monkeypatch.setattr(conftest, "container_class",
-                        lambda: lambda image, env: made.append(_Unpullable(image, env)) or made[-1])
-    monkeypatch.setenv("STREAMLAB_TEST_KAFKA", "auto")
+    monkeypatch.setattr(conftest, "docker_engine_answers", lambda: (True, "20.10.24"))
+    monkeypatch.setattr(docker_images, "image_id", lambda name: None)
+    monkeypatch.setattr(conftest, "container_class", lambda: pytest.fail("no container is made without the image"))
+    monkeypatch.setenv("STREAMLAB_TEST_KAFKA", "docker")
     monkeypatch.delenv("STREAMLAB_KAFKA_SANDBOX_SERVERS", raising=False)
     said = []
     with ExitStack() as stack:
         servers = start_test_kafka(stack, say=said.append)
         assert servers == broker.status().bootstrap_servers, "the native broker"
-        # the container's grading listener is not left named: the grader would ask a port nothing listens on
+        # no container's grading listener is left named: the grader would ask a port nothing listens on
         assert "STREAMLAB_KAFKA_SANDBOX_SERVERS" not in os.environ
-    assert made and made[0].image == KAFKA_IMAGE and made[0].stopped
-    assert len(said) == 1 and "could not be started" in said[0] and "no such host" in said[0]
-    assert "native broker" in said[0]
+    assert len(said) == 1 and "could not be started" in said[0]
+    assert f"no {KAFKA_IMAGE} image here" in said[0] and "native broker" in said[0]
+
+
+def test_docker_is_not_tried_unless_asked(kafka_bootstrap, monkeypatch):
+    """The default: a machine with a Docker engine runs the suite on the native broker, as one without."""
+    import conftest
+
+    monkeypatch.delenv("STREAMLAB_TEST_KAFKA", raising=False)
+    monkeypatch.setattr(conftest, "docker_engine_answers", lambda: pytest.fail("Docker was asked"))
+    with ExitStack() as stack:
+        assert start_test_kafka(stack, say=pytest.fail) == broker.status().bootstrap_servers
