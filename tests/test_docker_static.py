@@ -8,7 +8,6 @@ from compose-spec/compose-spec, schema/compose-spec.json at commit
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -474,7 +473,7 @@ def test_kafka_data_is_on_a_named_volume(compose, services):
         mounts[target] = source
     assert log_dirs in mounts, f"{log_dirs} is not a mounted volume"
     assert mounts[log_dirs] in compose["volumes"], "the log dirs must be a named volume"
-    assert f'"$STREAMLAB_DATA_DIR/kafka"' in DOCKERFILE.read_text(), "the image makes it, owned by its user"
+    assert '"$STREAMLAB_DATA_DIR/kafka"' in DOCKERFILE.read_text(), "the image makes it, owned by its user"
 
 
 def test_kafka_heap_is_explicit_and_fits_its_limit(services):
