@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help lab lab-instructor test check site setup labs kafka-stop clean
+.PHONY: help lab lab-instructor test check site setup labs kafka-stop clean docker-base
 
 help:
 	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course (a learner's:"
@@ -23,9 +23,10 @@ help:
 	@echo "            tests keep theirs in build/executed/; only missing ones are executed here)"
 	@echo "make check  the fast tier (under a minute, in parallel): every test except executing notebooks, grading"
 	@echo "            whole labs, the Spark cluster and the broker crash test; includes ruff"
-	@echo "            (-m 'not ($(HEAVY) or $(LATE))')"
+	@echo "            (-m 'not ($(HEAVY) or $(LATE) or $(DOCKER))')"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/"
 	@echo "make kafka-stop   stop the course's Kafka broker"
+	@echo "make docker-base  make the Docker stack's base image here, where no registry serves it (root, debootstrap)"
 
 lab: setup
 	$(BIN)/streamlab lab
@@ -37,6 +38,9 @@ lab-instructor: setup
 HEAVY := notebooks or labs or cluster or slow
 # The late tier: what the others built, looked at in headless Chromium (the site, the learner's JupyterLab).
 LATE := browser
+# The docker tier: what a Docker user runs (tests/docker): the images built here, the compose stack, its cluster
+# and grader profiles, the tests' Kafka through testcontainers. Skipped, in one line, where no Docker engine answers.
+DOCKER := docker
 
 # Tests run in parallel (pytest-xdist, one worker per core): tests/conftest.py starts Kafka once and
 # hands whole groups (a lab's grading run, a notebook, the Spark cluster) to one worker each, heaviest first.
@@ -44,13 +48,14 @@ LATE := browser
 # costs a minute, not forty), then the heavy tiers; the notebook tests keep the lessons they executed in
 # build/executed/, the site is built from them (nothing is executed twice) and checked in a browser.
 test: setup
-	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY) or $(LATE))"
+	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY) or $(LATE) or $(DOCKER))"
 	$(BIN)/python -m pytest -n auto -m "$(HEAVY)"
+	$(BIN)/python -m pytest -p no:xdist -q -rs -m "$(DOCKER)"
 	$(BIN)/streamlab site
 	$(BIN)/python -m pytest -q -m "$(LATE)"
 
 check: setup
-	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY) or $(LATE))" -q
+	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY) or $(LATE) or $(DOCKER))" -q
 
 site: setup
 	$(BIN)/streamlab site
@@ -74,6 +79,11 @@ labs: setup
 
 kafka-stop:
 	$(BIN)/streamlab kafka stop
+
+# On a machine no image registry serves: the Dockerfile's base image, made here from Debian's packages (root,
+# debootstrap), under the name the Dockerfile uses, so `docker compose -f docker/compose.yaml up --build` works.
+docker-base:
+	$(PYTHON) streamlab/stack/docker_images.py base
 
 clean:
 	-$(BIN)/streamlab kafka stop

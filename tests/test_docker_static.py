@@ -841,7 +841,7 @@ def test_dockerfile_bakes_the_connector_and_runs_unprivileged():
     runs = " ".join(args for kw, args in instructions if kw == "RUN")
     assert "streamlab fetch --connector" in runs
     assert "streamlab fetch --archives spark-driver,kafka-broker" in runs, "the driver and broker start from archives"
-    assert "streamlab fetch --kafka" in runs, "the stack's Kafka is the image's kafka role: the broker's jars"
+    assert "streamlab fetch --kafka --tools" in runs, "the stack's Kafka is the image's kafka role: its jars and tools"
     cache, workdir = env["STREAMLAB_CACHE_DIR"], [a for k, a in instructions if k == "WORKDIR"][-1]
     assert not cache.startswith(workdir + "/"), "the repository mount would hide a cache inside it"
     assert env["SPARK_HOME"].endswith("/site-packages/pyspark")

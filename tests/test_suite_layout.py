@@ -66,16 +66,19 @@ def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
 def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel_then_the_site():
     makefile = (ROOT / "Makefile").read_text()
     recipe = makefile.split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert len(recipe) == 4, recipe
-    fast, heavy, site, late = recipe
-    assert "-m pytest -n auto -x" in fast and '-m "not ($(HEAVY) or $(LATE))"' in fast, \
+    assert len(recipe) == 5, recipe
+    fast, heavy, docker, site, late = recipe
+    assert "-m pytest -n auto -x" in fast and '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in fast, \
         "stops at the fast tier's first failure"
     assert "-m pytest -n auto" in heavy and '-m "$(HEAVY)"' in heavy, "the rest: together, every test"
     assert "-x" not in heavy.split(), "a heavy failure does not hide the others"
+    assert '-m "$(DOCKER)"' in docker and "-rs" in docker.split(), "the docker tier, its skip reason in one line"
+    assert "no:xdist" in docker, "one compose project, its tests in order"
     assert site.strip() == "$(BIN)/streamlab site", "the site, from the lessons the notebook tests executed"
     assert '-m "$(LATE)"' in late and "-n" not in late.split(), "then the browser checks of what was built"
     markers = makefile.split("\nHEAVY := ", 1)[1].split("\n", 1)[0].split(" or ")
     assert markers == ["notebooks", "labs", "cluster", "slow"]
     assert makefile.split("\nLATE := ", 1)[1].split("\n", 1)[0] == "browser"
     check = makefile.split("\ncheck: setup\n", 1)[1].split("\n", 1)[0]
-    assert '-m "not ($(HEAVY) or $(LATE))"' in check, "make check is the fast tier"
+    assert '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in check, "make check is the fast tier"
+    assert makefile.split("\nDOCKER := ", 1)[1].split("\n", 1)[0] == "docker"

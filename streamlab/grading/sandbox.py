@@ -383,12 +383,18 @@ def read_only_paths(cache: Path, java_home: str | None) -> list[str]:
               os.path.realpath(cache)]
     if java_home:
         wanted += [java_home, os.path.realpath(java_home)]
-    seen, paths = set(), []
-    for path in wanted:
-        if path and path not in seen and os.path.exists(path):
-            seen.add(path)
-            paths.append(path)
-    return paths
+    return outermost([path for path in wanted if path and os.path.exists(path)])
+
+
+def outermost(paths: list[str]) -> list[str]:
+    """``paths`` less those inside another one (seen through its bind already), in their order, once each.
+    A path inside a bound folder can be a symlink there (the course image's JAVA_HOME, /usr/lib/jvm/java-17,
+    links to the JDK's real folder): bubblewrap cannot bind over a symlink whose target is not yet mounted."""
+    kept: list[str] = []
+    for path in paths:
+        if path not in kept and not any(Path(path).is_relative_to(other) and path != other for other in paths):
+            kept.append(path)
+    return kept
 
 
 def environment(*, work: Path, broker: str, topic_prefix: str, cache: Path, java_home: str | None) -> dict[str, str]:

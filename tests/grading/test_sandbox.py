@@ -229,3 +229,14 @@ def test_topic_prefixes_never_collide():
     ids = ["Ann", "ann", "a_nn", "a@nn", "a nn", "a-nn"]
     assert len({topic_prefix(f"run-{i}") for i in ids}) == len(ids)
     assert all(set(topic_prefix(f"run-{i}")) <= set("abcdefghijklmnopqrstuvwxyz0123456789.-") for i in ids)
+
+
+def test_a_path_inside_a_bound_folder_is_not_bound_again():
+    """In the course image JAVA_HOME is /usr/lib/jvm/java-17, a symlink inside /usr: binding it again over the
+    symlink failed ("Can't bind mount ... No such file or directory") and every graded kernel died in the
+    grader container. A folder already bound shows what is inside it; each path is bound once."""
+    from streamlab.grading.sandbox import outermost
+
+    paths = ["/usr", "/lib", "/lib64", "/usr/local", "/usr/lib/jvm/java-17", "/work/main/.venv", "/usr",
+             "/work/main/.venv/lib", "/opt/streamlab/cache"]
+    assert outermost(paths) == ["/usr", "/lib", "/lib64", "/work/main/.venv", "/opt/streamlab/cache"]
