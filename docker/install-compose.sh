@@ -7,7 +7,8 @@ set -euo pipefail
 version="${COMPOSE_VERSION:-v2.40.3}"
 module="github.com/docker/compose/v2"
 if [ "$(id -u)" = "0" ]; then plugins=/usr/local/lib/docker/cli-plugins; else plugins="${HOME}/.docker/cli-plugins"; fi
-command -v go >/dev/null 2>&1 || { echo "install-compose: Go is needed (https://go.dev/doc/install)" >&2; exit 1; }
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then PATH="/usr/local/go/bin:${PATH}"; fi
+command -v go >/dev/null 2>&1 || { echo "install-compose: Go 1.24 or newer is needed (https://go.dev/doc/install)" >&2; exit 1; }
 # `go install module@version` refuses a module whose go.mod has exclude directives (compose's has):
 # download the module, then build its ./cmd in a writable copy.
 src="$(GOFLAGS=-mod=mod go mod download -json "${module}@${version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"

@@ -11,12 +11,16 @@ certificate authorities of this machine, which is why such a base is never publi
 
 ``build()`` builds the course image (``streamlab-course:local``) once per content hash: the Dockerfile,
 the files of its build context and the base image's id. A second call with nothing changed tags the
-image it built before instead (``streamlab-course:<hash>``).
+image it built before instead (``streamlab-course:<hash>``). ``images()`` (``... docker_images.py images``)
+does what the docker tier needs: the base, pulled where a registry serves it, else made; then the course
+image. One maker at a time per machine (a file lock).
 
 Standard library only: ``python3 streamlab/stack/docker_images.py base`` works before any set-up.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -41,8 +45,12 @@ BASE_ENV = {
     # says which base an image was built on (`docker run IMAGE env`); the official one has no such variable
     "STREAMLAB_BASE": "debootstrap bookworm, Debian's python3.11",
 }
+PULL_TIMEOUT_S = 120  # where a registry answers, the official base is pulled instead of made
 EXTRA_CAS = Path("/usr/local/share/ca-certificates")  # where Debian keeps a machine's own authorities
 BUILD_TIMEOUT_S = 40 * 60
+# One maker at a time on a machine: `.ci/run` starts making the images while the suite sets up, and the docker
+# tier, asking for them later, waits for that instead of building the same thing a second time.
+LOCK_FILE = Path(tempfile.gettempdir()) / "streamlab-docker-images.lock"
 
 
 class ImageError(RuntimeError):
@@ -91,10 +99,12 @@ def debian_mirror(sources: tuple[Path, ...] = (Path("/etc/apt/sources.list"), Pa
             uris, suites = fields.get("URIs", "").split(), fields.get("Suites", "").split()
             if uris and SUITE in suites and fields.get("Types", "deb").strip() == "deb":
                 return uris[0]
-        for line in text.splitlines():  # one-line form: deb URI SUITE COMPONENTS
-            words = line.split()
+        for line in text.splitlines():  # one-line form: deb [OPTIONS] URI SUITE COMPONENTS
+            words = line.split("#", 1)[0].split()
+            if words[:1] == ["deb"] and words[1:2] and words[1].startswith("["):
+                words = [words[0], *" ".join(words[1:]).split("]", 1)[1].split()]
             if len(words) >= 3 and words[0] == "deb" and words[2] == SUITE:
-                return next(w for w in words[1:] if not w.startswith("["))
+                return words[1]
     return None
 
 
@@ -105,8 +115,20 @@ def _chroot(rootfs: Path, *command: str) -> None:
         raise ImageError(f"in the base image, {' '.join(command)} failed: {(proc.stdout + proc.stderr)[-800:]}")
 
 
+@contextlib.contextmanager
+def _one_maker():
+    with open(LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+        yield
+
+
 def base(*, force: bool = False, say=print) -> str:
     """Make ``BASE_IMAGE`` here (unless there is one already): see the module's docstring."""
+    with _one_maker():
+        return _base(force=force, say=say)
+
+
+def _base(*, force: bool, say) -> str:
     if not force and image_id(BASE_IMAGE):
         say(f"{BASE_IMAGE} is here already (`make docker-base FORCE=1` makes it again).")
         return BASE_IMAGE
@@ -176,6 +198,11 @@ def content_hash(base_id: str | None = None) -> str:
 
 def build(*, say=print) -> tuple[str, bool]:
     """Build ``COURSE_IMAGE`` unless an image of the same content hash is here: (hash, built?)."""
+    with _one_maker():
+        return _build(say=say)
+
+
+def _build(*, say) -> tuple[str, bool]:
     tag = f"{COURSE_REPOSITORY}:{content_hash()}"
     if image_id(tag):
         docker("tag", tag, COURSE_IMAGE)
@@ -197,10 +224,23 @@ def build(*, say=print) -> tuple[str, bool]:
     return tag, True
 
 
+def images(*, say=print) -> tuple[str, bool]:
+    """The base (pulled where a registry serves it, else made here), then the course image: (hash, built?)."""
+    if not image_id(BASE_IMAGE):
+        try:
+            pulled = subprocess.run(["docker", "pull", BASE_IMAGE], capture_output=True,
+                                    timeout=PULL_TIMEOUT_S).returncode == 0
+        except subprocess.TimeoutExpired:
+            pulled = False
+        if not pulled:
+            base(say=say)
+    return build(say=say)
+
+
 def main(argv: list[str]) -> int:
-    commands = {"base": lambda: base(force=os.environ.get("FORCE") == "1"), "build": build}
+    commands = {"base": lambda: base(force=os.environ.get("FORCE") == "1"), "build": build, "images": images}
     if len(argv) != 1 or argv[0] not in commands:
-        print(f"usage: python3 {Path(__file__).name} base|build", file=sys.stderr)
+        print(f"usage: python3 {Path(__file__).name} base|build|images", file=sys.stderr)
         return 2
     try:
         commands[argv[0]]()

@@ -45,7 +45,6 @@ LAB = "lab01_stateless_vs_stateful"
 LESSONS = ["00_setup", "01_stateless_vs_stateful"]
 UP_TIMEOUT_S = 600
 NOTEBOOK_TIMEOUT_S = 900
-PULL_TIMEOUT_S = 120
 
 
 def _unavailable() -> str | None:
@@ -127,19 +126,11 @@ def engine():
 
 @pytest.fixture(scope="session")
 def images(engine):
-    """The base (pulled where a registry serves it, else made here) and the course image."""
-    timings = {}
-    if not docker_images.image_id(docker_images.BASE_IMAGE):
-        started = time.monotonic()
-        pulled = subprocess.run(["docker", "pull", docker_images.BASE_IMAGE], capture_output=True,
-                                timeout=PULL_TIMEOUT_S).returncode == 0
-        if not pulled:
-            docker_images.base()
-        timings["base"] = time.monotonic() - started
+    """The base (pulled where a registry serves it, else made here) and the course image (or the one `.ci/run`
+    started making while the suite set up: the tier waits for it)."""
     started = time.monotonic()
-    tag, built = docker_images.build()
-    timings["course image" + (" (built)" if built else " (reused)")] = time.monotonic() - started
-    print(f"\ndocker tier images: {json.dumps({k: round(v) for k, v in timings.items()})}")
+    tag, built = docker_images.images()
+    print(f"\ndocker tier images: {'built' if built else 'reused'} {tag} in {time.monotonic() - started:.0f}s")
     return tag
 
 
