@@ -838,19 +838,24 @@ def test_dockerfile_java_home_is_architecture_independent():
 def test_dockerfile_bakes_the_connector_and_runs_unprivileged():
     instructions = dockerfile_instructions()
     env = dockerfile_env()
-    runs = " ".join(args for kw, args in instructions if kw == "RUN")
-    assert "streamlab fetch --connector" in runs
-    assert "streamlab fetch --archives spark-driver,kafka-broker" in runs, "the driver and broker start from archives"
-    assert "streamlab fetch --kafka --tools" in runs, "the stack's Kafka is the image's kafka role: its jars and tools"
+    runs = [args for kw, args in instructions if kw == "RUN"]
+    fetch_jars = next(i for i, (k, a) in enumerate(instructions) if k == "RUN" and "jars.fetch(" in a)
+    assert "('connector', 'kafka', 'tools')" in instructions[fetch_jars][1], \
+        "the connector, and the stack's Kafka (the image's kafka role): the broker's jars and its tools"
+    copy_pins = instructions[fetch_jars - 1]
+    assert copy_pins[0] == "COPY" and "streamlab/stack/jars.py" in copy_pins[1] and "streamlab/ " not in copy_pins[1], \
+        "the jars are fetched from the pins alone: a change elsewhere in the package downloads nothing"
+    package = next(i for i, (k, a) in enumerate(instructions) if k == "COPY" and a.startswith(". "))
+    assert fetch_jars < package
+    archives = next(a for a in runs if "streamlab fetch --archives" in a)
+    assert "--archives spark-driver,kafka-broker" in archives, "the driver and the broker start from archives"
+    assert "chmod -R a+rwX" in archives, "the cache is the image's user's too"
     cache, workdir = env["STREAMLAB_CACHE_DIR"], [a for k, a in instructions if k == "WORKDIR"][-1]
     assert not cache.startswith(workdir + "/"), "the repository mount would hide a cache inside it"
     assert env["SPARK_HOME"].endswith("/site-packages/pyspark")
     assert env["PYSPARK_PYTHON"].startswith("/usr/local/bin/python")
     users = [args for kw, args in instructions if kw == "USER"]
     assert users and users[-1] not in ("root", "0"), "the image must end as a non-root user"
-    # Fetching must happen before the switch to the unprivileged user and its cache be readable.
-    fetch_index = next(i for i, (k, a) in enumerate(instructions) if k == "RUN" and "streamlab fetch" in a)
-    assert "chmod -R a+rwX" in instructions[fetch_index][1]
 
 
 def test_entrypoint_roles_and_syntax():
