@@ -13,7 +13,7 @@ from .merge import merge
 from .results import Status, write_csv
 from .roster import match, read_roster
 from .runinfo import describe_runs, read_runs
-from .sandbox import Limits
+from .sandbox import Limits, enforced_limits
 from .selfcheck import format_report, run_selfcheck
 from .shards import WHOLE, Shard, select
 from .submissions import find_submissions
@@ -27,6 +27,14 @@ def _roster_for(path: str | None, submissions: list[tuple[str, str]]):
     matched = match(read_roster(path), submissions)
     print(matched.describe(len(submissions)), flush=True)
     return matched
+
+
+def not_enforced_here() -> str:
+    """The limits the banner names that this machine does not let the grader enforce, said in the banner: in
+    a container, say, the control groups are read-only and the container's own limits hold instead."""
+    missing = [name for name in ("memory", "processes", "CPU time", "disk") if name not in enforced_limits()]
+    return (f"; NOT enforced here: {', '.join(missing)} (no writable control groups; in a container, the "
+            "container's own limits hold instead)") if missing else ""
 
 
 def cmd_grade(args) -> int:
@@ -55,7 +63,7 @@ def cmd_grade(args) -> int:
         print(f"Grading {len(submissions)} submission(s) of {lab}{which} into {grader.out} "
               f"(limits: {args.timeout:g} s per submission"
               + (f", {args.cell_timeout:g} s per cell" if args.cell_timeout else "")
-              + (f"; each in a sandbox: {limits.describe()})" if limits else
+              + (f"; each in a sandbox: {limits.describe()}{not_enforced_here()})" if limits else
                  "; WITHOUT the sandbox: every submission runs with your own powers)"), flush=True)
         if submissions:
             grader.prepare()

@@ -55,3 +55,15 @@ def test_an_empty_shard_still_leaves_its_record_for_the_merge(tmp_path):
     assert (record["shard"], record["students"], record["folder_total"]) == ("1/4", {}, 1)
     assert record["finished_at"] and record["settings"]["sandbox"] is True
     assert (tmp_path / "out" / "grades.csv").read_text().startswith("student,score")
+
+
+def test_the_banner_says_which_limits_this_machine_does_not_enforce(monkeypatch):
+    """In the grader container the control groups are read-only: the banner named a 4096 MB memory limit that
+    nothing enforced (found by the docker tier). It names what does not hold, and why."""
+    from streamlab.grading import cli
+
+    monkeypatch.setattr(cli, "enforced_limits", lambda: {"disk"})
+    assert cli.not_enforced_here() == ("; NOT enforced here: memory, processes, CPU time (no writable control "
+                                      "groups; in a container, the container's own limits hold instead)")
+    monkeypatch.setattr(cli, "enforced_limits", lambda: {"memory", "processes", "CPU time", "disk"})
+    assert cli.not_enforced_here() == ""
