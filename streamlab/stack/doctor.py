@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 from . import broker, jars, jvm_archives, kafka
-from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version
+from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version, missing_java
 from .make_archives import states as archive_states
 from .pins import pinned_version
 from .session import spark as get_spark
@@ -30,9 +30,9 @@ def check_python() -> Check:
 
 
 def check_java() -> Check:
-    java = find_java()
+    java = find_java()  # the one Spark's launcher runs: $JAVA_HOME/bin/java if JAVA_HOME is set, else PATH's
     if java is None:
-        return Check("java", False, "not found on JAVA_HOME or PATH", JAVA_FIX)
+        return Check("java", False, missing_java(), JAVA_FIX)
     version = java_version(java)
     if version is None or version < 17:
         return Check("java", False, f"{java}: version {version}", JAVA_FIX)

@@ -28,11 +28,23 @@ class JavaError(RuntimeError):
 
 
 def find_java() -> str | None:
-    """``$JAVA_HOME/bin/java`` if it exists, else the ``java`` on PATH, else None."""
+    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java`` when JAVA_HOME is set (None if it has no
+    such file: Spark does not fall back to PATH then, so neither does the course), else the ``java`` on
+    PATH, else None."""
     java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
+    if java_home:
+        java = Path(java_home) / "bin" / "java"
+        return str(java) if java.exists() else None
     return shutil.which("java")
+
+
+def missing_java() -> str:
+    """Why ``find_java()`` found none, in a learner's words."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        return (f"JAVA_HOME is {java_home}, which has no bin/java: Spark runs $JAVA_HOME/bin/java, so point "
+                "JAVA_HOME at a JDK 17 or unset it to use the java on PATH.")
+    return "No Java found (looked at JAVA_HOME and PATH)."
 
 
 def java_version(java: str) -> int | None:
@@ -58,7 +70,7 @@ def require_java() -> str:
     """Path of a usable `java`, or a JavaError saying what to install."""
     java = find_java()
     if java is None:
-        raise JavaError("No Java found (looked at JAVA_HOME and PATH). " + JAVA_FIX)
+        raise JavaError(missing_java() + " " + JAVA_FIX)
     version = java_version(java)
     if version is None:
         raise JavaError(f"Could not run `{java} -version`. " + JAVA_FIX)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import cluster
 from .jars import connector_jars
-from .java import QUICK_JIT
+from .java import QUICK_JIT, require_java
 from .jvm_archives import jvm_options
 from .paths import PACKAGE_DIR, data_dir
 
@@ -121,6 +121,9 @@ def _jvm_output_to(path: Path):
 
 
 def _classic_builder(builder):
+    # The Java Spark's launcher will run, checked first: without it the gateway dies with an opaque
+    # JAVA_GATEWAY_EXITED whose cause is only in the driver's log. JavaError says what to install.
+    require_java()
     master = os.environ.get("SPARK_MASTER", "local[2]")
     if master.startswith("local") or cluster.on_this_machine(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -71,3 +71,33 @@ def test_wrong_java_version_gets_a_clear_message(tmp_path):
     env.update(JAVA_HOME=str(tmp_path), STREAMLAB_DATA_DIR=str(tmp_path / "data"))
     proc = streamlab("kafka", "start", env=env)
     assert proc.returncode == 2 and "Java 11" in proc.stderr and "needs Java 17" in proc.stderr
+
+
+def test_a_java_home_without_java_is_not_passed_over_for_path(tmp_path, monkeypatch):
+    """Spark's launcher runs $JAVA_HOME/bin/java when JAVA_HOME is set and never falls back to PATH: the doctor
+    said "Java 17 at /usr/bin/java" while sl.spark() died with JAVA_GATEWAY_EXITED."""
+    from streamlab.stack import doctor
+
+    monkeypatch.setenv("PATH", str(fake_java(tmp_path, 'openjdk version "17.0.1"').parent / "bin"))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk-here"))
+    assert java.find_java() is None
+    with pytest.raises(java.JavaError, match="JAVA_HOME is .*no-jdk-here, which has no bin/java"):
+        java.require_java()
+    check = doctor.check_java()
+    assert not check.ok and "no-jdk-here, which has no bin/java" in check.detail
+
+
+@pytest.mark.parametrize("case", ["too old", "JAVA_HOME without java"])
+def test_sl_spark_says_what_is_wrong_with_java_before_starting_spark(tmp_path, case):
+    """A learner's first sl.spark() with Java 11 (or a JAVA_HOME that points nowhere) gets what to do, at once,
+    instead of JAVA_GATEWAY_EXITED with the cause in a log file."""
+    home = fake_java(tmp_path, 'openjdk version "11.0.2"') if case == "too old" else tmp_path / "nothing"
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER")}
+    env.update(JAVA_HOME=str(home), STREAMLAB_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-c", "import streamlab as sl; sl.spark()"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    expected = "Java 11; Spark 4 needs Java 17" if case == "too old" else "which has no bin/java"
+    assert last.startswith("streamlab.stack.java.JavaError:") and expected in last and "JDK 17" in last, last
+    assert "JAVA_GATEWAY_EXITED" not in proc.stderr
