@@ -199,9 +199,11 @@ def test_one_matrix_job_per_shard(workflow):
     assert grade["strategy"]["fail-fast"] is False
     run = next(s["run"] for s in grade["steps"] if "run" in s and "streamlab grade" in s["run"])
     assert "--profile grader run --rm grader" in run, "each shard runs in compose's grader (sandbox, own Kafka)"
-    words = shlex.split(run.split("grader streamlab", 1)[1].replace("${{", "{{"))
-    assert words[words.index("--shard") + 1] == "{{ matrix.shard }}/${SHARDS}"
-    assert words[words.index("--out") + 1] == "/grades/shard-{{ matrix.shard }}"
+    step = next(s for s in grade["steps"] if "run" in s and "streamlab grade" in s["run"])
+    assert step["env"]["SHARD"] == "${{ matrix.shard }}"
+    words = shlex.split(run.split("grader streamlab", 1)[1])
+    assert words[words.index("--shard") + 1] == "$SHARD/$SHARDS"
+    assert words[words.index("--out") + 1] == "/grades/shard-$SHARD"
     upload = next(s for s in grade["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()" and upload["with"]["path"] == "grades/shard-${{ matrix.shard }}"
 
@@ -224,3 +226,51 @@ def test_every_step_is_well_formed(workflow):
             assert ("uses" in step) != ("run" in step), (name, step)
             if "uses" in step:
                 assert re.fullmatch(r"actions/[\w-]+@v\d+", step["uses"]), step["uses"]
+
+
+# Each action at the first major that runs on Node.js 24: GitHub's runners retired Node 20, and an action
+# still on it stops working (or warns on every run). Composite actions (upload-pages-artifact) at the major
+# whose nested actions do.
+NODE24_MAJORS = {"checkout": 5, "setup-python": 6, "setup-java": 5, "setup-node": 5, "upload-artifact": 6,
+                 "download-artifact": 7, "configure-pages": 6, "upload-pages-artifact": 5, "deploy-pages": 5}
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+SUBMISSION_NEEDS_MB = 2048  # a submission's kernel, its Spark and the grader's checks, measured (README)
+
+
+def _steps(path):
+    for job in yaml.safe_load(path.read_text())["jobs"].values():
+        yield from job["steps"]
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_action_is_a_major_that_runs_on_node_24(path):
+    for step in _steps(path):
+        if "uses" in step:
+            name, major = re.fullmatch(r"actions/([\w-]+)@v(\d+)", step["uses"]).groups()
+            assert name in NODE24_MAJORS, f"{step['uses']}: which major runs on Node 24? add it to NODE24_MAJORS"
+            assert int(major) >= NODE24_MAJORS[name], f"{step['uses']} runs on Node 20, which runners retired"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_form_inputs_reach_the_shell_through_env_never_pasted_in(path):
+    """`${{ inputs.x }}` in a `run:` is pasted into the script before the shell reads it: a folder named
+    `x"; curl ... #` would run. Through `env:` it is a value."""
+    for step in _steps(path):
+        assert not re.search(r"\$\{\{\s*(github\.event\.)?inputs\.", step.get("run", "")), step["run"]
+
+
+def test_a_rerun_shard_replaces_its_artifact(workflow):
+    """"Re-run failed jobs" uploads the shard's artifact under the same name; without `overwrite` the re-run
+    fails on the name conflict (upload-artifact v4 and later)."""
+    for name, job in workflow["jobs"].items():
+        for step in job["steps"]:
+            if step.get("uses", "").startswith("actions/upload-artifact@"):
+                assert step["with"].get("overwrite") is True, (name, step["with"]["name"])
+
+
+def test_the_grader_container_has_the_memory_for_its_jobs(workflow):
+    """--jobs N runs N submissions at once in one grader container: each needs about 2 GB."""
+    run = next(s["run"] for s in workflow["jobs"]["grade"]["steps"] if "run" in s and "streamlab grade" in s["run"])
+    jobs = int(re.search(r"--jobs (\d+)", run).group(1))
+    limit_mb = int(COMPOSE["services"]["grader"]["deploy"]["resources"]["limits"]["memory"].rstrip("m"))
+    assert limit_mb >= jobs * SUBMISSION_NEEDS_MB, f"--jobs {jobs} in a {limit_mb} MB grader container"
