@@ -16,6 +16,7 @@ from streamlab.grading import resolve_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB_FILE = ROOT / "docker" / "k8s" / "grade-job.yaml"
+MERGE_FILE = ROOT / "docker" / "k8s" / "merge-job.yaml"
 WORKFLOW_FILE = ROOT / ".github" / "workflows" / "grade.yml"
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
 LISTENER_KEYS = {"STREAMLAB_KAFKA_LISTENERS", "STREAMLAB_KAFKA_ADVERTISED_LISTENERS", "STREAMLAB_KAFKA_PROTOCOLS",
@@ -71,12 +72,54 @@ def manifests() -> dict[str, dict]:
 
 
 def test_the_manifests_fit_the_kubernetes_api(manifests):
-    assert set(manifests) == {"Job", "NetworkPolicy"}
+    assert set(manifests) == {"Namespace", "Job", "NetworkPolicy"}
     assert (manifests["Job"]["apiVersion"], manifests["NetworkPolicy"]["apiVersion"]) == \
         ("batch/v1", "networking.k8s.io/v1")
-    for kind, type_name in (("Job", "V1Job"), ("NetworkPolicy", "V1NetworkPolicy")):
+    for kind, type_name in (("Namespace", "V1Namespace"), ("Job", "V1Job"), ("NetworkPolicy", "V1NetworkPolicy")):
         assert model_problems(manifests[kind], type_name, kind) == []
         assert as_model(manifests[kind], type_name).metadata.name
+    merge = yaml.safe_load(MERGE_FILE.read_text())
+    assert model_problems(merge, "V1Job", "merge Job") == [] and as_model(merge, "V1Job").metadata.name
+
+
+def test_everything_is_in_a_namespace_that_admits_the_sandboxs_privileges(manifests):
+    """The grading pods add SYS_ADMIN and run unconfined: Pod Security admits that only at "privileged". In a
+    namespace enforcing "baseline" (a common default) the Job made no pod at all."""
+    namespace = manifests["Namespace"]["metadata"]
+    assert namespace["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    merge = yaml.safe_load(MERGE_FILE.read_text())
+    for kind, doc in [("Job", manifests["Job"]), ("NetworkPolicy", manifests["NetworkPolicy"]), ("merge", merge)]:
+        assert doc["metadata"]["namespace"] == namespace["name"], kind
+
+
+# The fields the manifests use and the first Kubernetes version with them on by default.
+FIELDS_SINCE = {"appArmorProfile": (1, 30), "backoffLimitPerIndex": (1, 29), "restartPolicy: Always": (1, 29)}
+
+
+def test_the_stated_minimum_kubernetes_is_the_one_its_fields_need():
+    text = JOB_FILE.read_text()
+    used = [since for field, since in FIELDS_SINCE.items() if field in text]
+    needed = max(used)
+    stated = re.search(r"Kubernetes (\d+)\.(\d+) or later", text)
+    assert stated and tuple(map(int, stated.groups())) == needed, f"the file must say Kubernetes {needed} or later"
+    readme = (ROOT / "README.md").read_text()
+    assert f"**Kubernetes** ({needed[0]}.{needed[1]} or later)" in readme
+
+
+def test_the_merge_job_merges_the_shards_of_the_grading_job(manifests):
+    merge = yaml.safe_load(MERGE_FILE.read_text())
+    pod = merge["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    _, grading_pod, grader, _, env = _job(manifests)
+    assert container["image"] == grader["image"]
+    assert {e["name"]: e["value"] for e in container["env"]}["LAB"] == env["LAB"]
+    script = container["args"][2]
+    assert script == 'exec streamlab grade merge /grades/"$LAB"/shard-* --out "/grades/$LAB/merged"'
+    assert pod["volumes"][0] == grading_pod["volumes"][0], "the grading Job's volume"
+    security = container["securityContext"]
+    assert security["capabilities"] == {"drop": ["ALL"]} and security["allowPrivilegeEscalation"] is False
+    assert merge["spec"]["template"]["metadata"]["labels"] == manifests["NetworkPolicy"]["spec"]["podSelector"][
+        "matchLabels"], "no network for it either"
 
 
 def test_the_schema_check_catches_mistakes():
