@@ -80,6 +80,9 @@ class Stack:
         self.ports = {name: _free_port() for name in self.PORTS}
         self.env = {**os.environ, **{k: str(v) for k, v in self.ports.items()}, "JUPYTER_TOKEN": self.token}
         self.grades = ROOT / "grades" / self.project  # the grader's /grades/<project>
+        # the grader profile's data folder (STREAMLAB_DATA_DIR=/grades/.streamlab): removed at the end if this run made it
+        self.grader_data = ROOT / "grades" / ".streamlab"
+        self.grader_data_was_there = self.grader_data.exists()
 
     @property
     def kafka(self) -> str:
@@ -105,6 +108,8 @@ class Stack:
     def down(self) -> None:
         self.compose("--profile", "*", "down", "-v", "--remove-orphans", "--timeout", "20", timeout=300, check=False)
         shutil.rmtree(self.grades, ignore_errors=True)
+        if not self.grader_data_was_there:
+            shutil.rmtree(self.grader_data, ignore_errors=True)
 
     def leftovers(self) -> dict[str, list[str]]:
         label = f"label=com.docker.compose.project={self.project}"
@@ -328,3 +333,4 @@ def test_down_leaves_no_container_network_or_volume(stack):
     stack.down()
     assert stack.leftovers() == {"containers": [], "networks": [], "volumes": []}
     assert not stack.grades.exists()
+    assert stack.grader_data_was_there or not stack.grader_data.exists(), "the grader's data folder is gone too"
