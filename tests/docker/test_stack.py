@@ -80,7 +80,7 @@ class Stack:
         self.ports = {name: _free_port() for name in self.PORTS}
         self.env = {**os.environ, **{k: str(v) for k, v in self.ports.items()}, "JUPYTER_TOKEN": self.token}
         self.grades = ROOT / "grades" / self.project  # the grader's /grades/<project>
-        # the grader profile's data folder (STREAMLAB_DATA_DIR=/grades/.streamlab): removed at the end if this run made it
+        # the grader profile's data folder (STREAMLAB_DATA_DIR=/grades/.streamlab): removed if this run made it
         self.grader_data = ROOT / "grades" / ".streamlab"
         self.grader_data_was_there = self.grader_data.exists()
 
