@@ -115,11 +115,42 @@ def _chroot(rootfs: Path, *command: str) -> None:
         raise ImageError(f"in the base image, {' '.join(command)} failed: {(proc.stdout + proc.stderr)[-800:]}")
 
 
+_held = {"depth": 0}
+
+
 @contextlib.contextmanager
 def _one_maker():
+    """Hold the machine's image-making lock (again, if this process holds it already)."""
+    if _held["depth"]:
+        _held["depth"] += 1
+        try:
+            yield
+        finally:
+            _held["depth"] -= 1
+        return
     with open(LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
-        yield
+        _held["depth"] = 1
+        try:
+            yield
+        finally:
+            _held["depth"] = 0
+
+
+def wait_for_makers() -> None:
+    """Return once no other process is making Compose or the images (``.ci/run``'s ``prepare``)."""
+    with _one_maker():
+        pass
+
+
+def prepare(*, say=print) -> tuple[str, bool]:
+    """What `.ci/run` starts in the background: Compose v2 where there is none (docker/install-compose.sh),
+    then ``images()``, all under the lock, so the docker tier waits for it."""
+    with _one_maker():
+        if compose_command() != ["docker", "compose"]:
+            say("Building Compose v2 (docker/install-compose.sh) ...")
+            subprocess.run(["bash", str(ROOT / "docker" / "install-compose.sh")], check=True, timeout=1800)
+        return images(say=say)
 
 
 def base(*, force: bool = False, say=print) -> str:
@@ -238,13 +269,14 @@ def images(*, say=print) -> tuple[str, bool]:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"base": lambda: base(force=os.environ.get("FORCE") == "1"), "build": build, "images": images}
+    commands = {"base": lambda: base(force=os.environ.get("FORCE") == "1"), "build": build, "images": images,
+                "prepare": prepare}
     if len(argv) != 1 or argv[0] not in commands:
-        print(f"usage: python3 {Path(__file__).name} base|build|images", file=sys.stderr)
+        print(f"usage: python3 {Path(__file__).name} base|build|images|prepare", file=sys.stderr)
         return 2
     try:
         commands[argv[0]]()
-    except (ImageError, OSError, subprocess.TimeoutExpired) as err:
+    except (ImageError, OSError, subprocess.SubprocessError) as err:
         print(f"streamlab: {err}", file=sys.stderr)
         return 1
     return 0

@@ -124,6 +124,7 @@ class Stack:
 
 @pytest.fixture(scope="session")
 def engine():
+    docker_images.wait_for_makers()  # `.ci/run` may still be making Compose v2 or the images
     reason = _unavailable()
     if reason:
         pytest.skip(reason)

@@ -65,3 +65,12 @@ with open({str(lock)!r}, "a") as f:
     with docker_images._one_maker():
         assert done.exists(), "the second maker got in only after the first had finished"
     assert holder.wait(timeout=10) == 0
+
+
+def test_the_lock_is_taken_again_by_its_holder(tmp_path, monkeypatch):
+    """prepare() holds the lock while it calls images(), which takes it again: no deadlock."""
+    monkeypatch.setattr(docker_images, "LOCK_FILE", tmp_path / "images.lock")
+    with docker_images._one_maker():
+        with docker_images._one_maker():
+            docker_images.wait_for_makers()
+    assert docker_images._held["depth"] == 0
