@@ -13,6 +13,7 @@
     streamlab grade LAB SUBMISSIONS autograde a folder of lab submissions (grades.csv + feedback + summary)
     streamlab check LAB_NOTEBOOK    a learner's self-check: run a lab as the grader will, part by part
     streamlab release-labs          regenerate the student labs in labs/ from solutions/
+    streamlab release OUT           the course as students get it, without the answer key (to publish)
     streamlab site                  the course as a static website in build/site/ (lessons executed once)
 """
 from __future__ import annotations

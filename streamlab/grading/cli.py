@@ -94,6 +94,19 @@ def cmd_release_labs(args) -> int:
     return 0
 
 
+def cmd_release(args) -> int:
+    from .release import release
+
+    try:
+        written = release(Path(args.out), force=args.force)
+    except GradingError as err:
+        print(f"streamlab release: {err}", file=sys.stderr)
+        return 2
+    print(f"The course as students get it: {len(written)} files in {args.out}, checked: no solution, hidden "
+          "test or hidden check in them. Publish that folder; keep this repository private.")
+    return 0
+
+
 def cmd_check(args) -> int:
     print(f"Running a copy of {args.notebook} from the top in a fresh kernel, as the grader will "
           f"(your file is not changed) ...", flush=True)
@@ -168,6 +181,15 @@ def add_grade_command(sub) -> None:
     release.add_argument("labs", nargs="*", metavar="LAB", help="labs to release (default: all)")
     release.add_argument("--out", help="release into this folder instead of labs/")
     release.set_defaults(func=cmd_release_labs)
+
+    public = sub.add_parser("release", help="write the course as students get it: no solutions, hidden tests "
+                                            "or hidden checks (the public repository; this one stays private)",
+                            description="Copy the lessons, the student labs (generated now), the package and the "
+                                        "set-up files into OUT, then read every file and refuse the release if "
+                                        "one holds part of the answer key.")
+    public.add_argument("out", metavar="OUT", help="a new folder (outside the course, or under build/)")
+    public.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    public.set_defaults(func=cmd_release)
 
 
 # ----------------------------------------------------------------------------- grade merge, grade export
