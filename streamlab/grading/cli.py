@@ -1,5 +1,5 @@
 """The commands: ``streamlab grade`` (and ``grade merge``, ``grade export``), ``streamlab check`` and
-``streamlab release-labs`` (argparse, and printing)."""
+``streamlab release-labs``, ``streamlab release`` (argparse, and printing)."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +10,7 @@ from .exports import export_table, left_out, not_graded, to_csv
 from .grader import DEFAULT_TIMEOUT_S, Grader
 from .labs import GradingError, release_labs, resolve_lab
 from .merge import merge
+from .release import release
 from .results import Status, write_csv
 from .roster import match, read_roster
 from .runinfo import describe_runs, read_runs
@@ -95,8 +96,6 @@ def cmd_release_labs(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from .release import release
-
     try:
         written = release(Path(args.out), force=args.force)
     except GradingError as err:
