@@ -35,25 +35,24 @@ class ReleaseError(GradingError):
 
 def release(out: Path, *, force: bool = False) -> list[Path]:
     """Write what students get into ``out`` (new, or replaced with ``force``); returns the files written."""
-    out = Path(out)
-    root = project_root()
-    if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents and \
-            out.resolve().relative_to(root.resolve()).parts[0] not in ("build",):
+    out, course = Path(out), project_root().resolve()
+    where = out.resolve()
+    if where == course or course in where.parents and where.relative_to(course).parts[0] != "build":
         raise ReleaseError(f"{out} is inside the course: write the release elsewhere (or under build/)")
     if out.exists():
         if not force:
             raise ReleaseError(f"{out} exists: choose a new folder, or --force to replace it")
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    for name in RELEASED:
-        source = root / name
-        if source.is_dir():
-            shutil.copytree(source, out / name, ignore=IGNORED)
-        elif source.is_file():
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, out / name)
-    release_labs(target=out / "labs")  # the student versions, generated now from solutions/
-    try:
+    try:  # a release that fails half-way leaves nothing behind
+        for name in RELEASED:
+            source = course / name
+            if source.is_dir():
+                shutil.copytree(source, out / name, ignore=IGNORED)
+            elif source.is_file():
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, out / name)
+        release_labs(target=out / "labs")  # the student versions, generated now from solutions/
         problems = answer_key_in(out)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)

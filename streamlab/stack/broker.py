@@ -177,9 +177,9 @@ log.dirs={log_dirs}
 {settings}"""
 
 
-def _write_config(port: int, controller_port: int, sandbox_port: int) -> Path:
+def _write_config(network: Network) -> Path:
     props = home() / "server.properties"
-    props.write_text(server_properties(Network.native(port, controller_port, sandbox_port), home() / "data"))
+    props.write_text(server_properties(network, home() / "data"))
     return props
 
 
@@ -202,8 +202,7 @@ def serve() -> None:
         raise BrokerError(f"the broker's network is not given: set {', '.join(missing)}")
     network = Network(**{field: os.environ[v] for field, v in NETWORK_VARIABLES.items()})
     java = require_java()
-    props = home() / "server.properties"
-    props.write_text(server_properties(network, home() / "data"))
+    props = _write_config(network)
     _format_storage(java, props)
     command = _command(java, props)
     print(f"Kafka {KAFKA_VERSION}, the course's broker: {network.advertised} (data in {home() / 'data'})", flush=True)
@@ -286,7 +285,7 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
     if chosen != port and not quiet:
         print(f"Port {port} is taken by another program; the course's broker uses {chosen} instead.")
     sandbox = _free_port(previous.get("sandbox_port") or chosen + 2, avoid={chosen, controller})
-    props = _write_config(chosen, controller, sandbox)
+    props = _write_config(Network.native(chosen, controller, sandbox))
     _format_storage(java, props)
     cmd = _command(java, props)
     with open(home() / "broker.out", "ab") as out:

@@ -154,14 +154,14 @@ def _cluster_run(servers: str | None, topic: str, work: Path, kinds: list[str]) 
     (``EXECUTOR_TRIES`` in all)."""
     port, ui = _free(cluster.CLUSTER_SETTINGS["master_port"]), _free(cluster.CLUSTER_SETTINGS["master_ui_port"])
     cluster.start(port, ui, quiet=True)
+    code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
+            "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
     try:
         wants_executor = "spark-executor" in kinds
         for attempt in range(EXECUTOR_TRIES if wants_executor else 1):
             env = dict(os.environ, SPARK_MASTER=f"spark://{cluster.HOST}:{port}")
-            if wants_executor:
+            if wants_executor:  # a new part file each run
                 env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor"))
-            code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
-                    "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
             subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / f"cluster-{attempt}")],
                            env=env, check=True, timeout=600)
             if not wants_executor:

@@ -48,15 +48,13 @@ NOTEBOOK_TIMEOUT_S = 900
 
 
 def _unavailable() -> str | None:
+    import conftest
+
     if shutil.which("docker") is None:
         return "the docker tier needs a Docker engine: apt-get install -y docker.io (then start dockerd)"
-    try:
-        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=30)
-    except subprocess.TimeoutExpired:
-        return "the docker tier is skipped: `docker info` did not answer within 30 s"
-    if info.returncode != 0:
-        return "the docker tier is skipped: no Docker engine answers (.ci/run starts one; dockerd here)"
+    answers, detail = conftest.docker_engine_answers()
+    if not answers:
+        return f"the docker tier is skipped: no Docker engine answers ({detail}; .ci/run starts one)"
     if docker_images.compose_command() != ["docker", "compose"]:
         return "the docker tier needs Compose v2 (`docker compose`): bash docker/install-compose.sh"
     return None

@@ -64,7 +64,7 @@ def test_settings_of_an_older_course_are_noticed(own_broker_dir):
     from streamlab.stack import broker
 
     assert broker.stale_settings() == {}  # never started: nothing to compare
-    props = broker._write_config(19999, 20999, 21999)
+    props = broker._write_config(broker.Network.native(19999, 20999, 21999))
     assert broker.stale_settings() == {}
     props.write_text(props.read_text().replace("auto.create.topics.enable=true", "auto.create.topics.enable=false"))
     assert broker.stale_settings() == {"auto.create.topics.enable": ("false", "true")}

@@ -84,7 +84,7 @@ def test_the_stacks_run_the_course_image_as_kafka():
 
 def configurations(tmp_path, monkeypatch) -> dict[str, dict[str, str]]:
     monkeypatch.setenv("STREAMLAB_DATA_DIR", str(tmp_path))
-    native = kafka_settings.read_properties(broker._write_config(19092, 19093, 19094))
+    native = kafka_settings.read_properties(broker._write_config(broker.Network.native(19092, 19093, 19094)))
     found = {"native broker (server.properties)": native}
     for where, env in CONTAINERS.items():
         text = broker.server_properties(network_of(env()), tmp_path / "data")
