@@ -144,6 +144,11 @@ def _processes(state: dict) -> list[tuple[str, int | None, str]]:
     return master + workers
 
 
+def worker_pids() -> list[int]:
+    """The process ids of the running cluster's workers (started by ``start``)."""
+    return [pid for role, pid, _ in _processes(_read_state()) if role == "worker" and _is_ours(pid, role)]
+
+
 def status() -> ClusterStatus:
     """Is the course's cluster running? Says what runs: workers, cores, applications."""
     state = _read_state()

@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -128,8 +129,11 @@ def _stateful_query(session, servers: str | None, topic: str, checkpoint: Path) 
     session.sql(f"SELECT * FROM warm_{checkpoint.name}").collect()
 
 
-def _spark_run(servers: str | None, topic: str, work: Path, **conf) -> None:
-    """Two stateful queries (HDFS and RocksDB state stores) in this process's Spark, then its JVM exits."""
+def _spark_run(servers: str | None, topic: str, work: Path, *, freeze_workers: bool = False, **conf) -> None:
+    """Two stateful queries (HDFS and RocksDB state stores) in this process's Spark, then its JVM exits.
+    ``freeze_workers``: on a cluster, stop (SIGSTOP) its workers before the application ends, so that no
+    worker kills an executor while it writes its archive (Spark's worker does, 10 s after the end): the
+    executor gets its stop from this driver and exits on its own. ``_cluster_run`` lets them go on."""
     from pyspark import SparkContext
 
     session = spark(**conf)
@@ -137,6 +141,9 @@ def _spark_run(servers: str | None, topic: str, work: Path, **conf) -> None:
     session = spark("rocksdb")
     _stateful_query(session, servers, topic, work / "rocksdb")
     stop_all_queries(session)
+    if freeze_workers:
+        for pid in cluster.worker_pids():
+            os.kill(pid, signal.SIGSTOP)
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)
     session.stop()
@@ -147,27 +154,31 @@ def _spark_run(servers: str | None, topic: str, work: Path, **conf) -> None:
 
 
 def _cluster_run(servers: str | None, topic: str, work: Path, kinds: list[str]) -> None:
-    """A master and a worker, and the same query on them from a new driver process, with one executor:
-    the worker kills an executor 10 s after its application ends, and one alone has the time to
-    write its archive (two writing at once on two cores may not). On a busy machine even one can be
-    killed mid-write: then the query runs again, with a new executor and a new part file
-    (``EXECUTOR_TRIES`` in all)."""
+    """A master and a worker, and the same query on them from a new driver process, with one executor.
+    Spark's worker kills an executor 10 s after its application ends, which on a busy machine cut its
+    archive short: the driver freezes the worker first (``_spark_run(freeze_workers=True)``), the
+    executor exits on its own and writes its archive, then the worker goes on. Should the archive still
+    be missing, the query runs again with a new executor and a new part file (``EXECUTOR_TRIES`` in all)."""
     port, ui = _free(cluster.CLUSTER_SETTINGS["master_port"]), _free(cluster.CLUSTER_SETTINGS["master_ui_port"])
     cluster.start(port, ui, quiet=True)
     code = ("import sys; from pathlib import Path; from streamlab.stack import make_archives as m; "
-            "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), **{'spark.cores.max': '1'})")
+            "m._spark_run(sys.argv[1] or None, sys.argv[2], Path(sys.argv[3]), freeze_workers=sys.argv[4] == '1', "
+            "**{'spark.cores.max': '1'})")
     try:
         wants_executor = "spark-executor" in kinds
         for attempt in range(EXECUTOR_TRIES if wants_executor else 1):
             env = dict(os.environ, SPARK_MASTER=f"spark://{cluster.HOST}:{port}")
             if wants_executor:  # a new part file each run
                 env["STREAMLAB_EXECUTOR_JAVA_OPTIONS"] = " ".join(jvm_options("spark-executor"))
-            subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / f"cluster-{attempt}")],
-                           env=env, check=True, timeout=600)
-            if not wants_executor:
-                break
-            _wait_for(["spark-executor"], timeout=30)
-            if state("spark-executor").ready:
+            try:
+                subprocess.run([sys.executable, "-c", code, servers or "", topic, str(work / f"cluster-{attempt}"),
+                                "1" if wants_executor else "0"], env=env, check=True, timeout=600)
+                if wants_executor:
+                    _wait_for(["spark-executor"], timeout=30)
+            finally:
+                for pid in cluster.worker_pids():  # frozen by the driver: let them go on (and be stopped)
+                    os.kill(pid, signal.SIGCONT)
+            if not wants_executor or state("spark-executor").ready:
                 break
     finally:
         cluster.stop(quiet=True)

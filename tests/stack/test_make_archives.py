@@ -56,6 +56,7 @@ def test_an_executor_killed_while_writing_its_archive_gets_another_run(tmp_path,
     runs, options = [], []
     monkeypatch.setattr(make_archives.cluster, "start", lambda *a, **k: None)
     monkeypatch.setattr(make_archives.cluster, "stop", lambda *a, **k: None)
+    monkeypatch.setattr(make_archives.cluster, "worker_pids", lambda: [])
     monkeypatch.setattr(make_archives, "_wait_for", lambda kinds, timeout: None)
     monkeypatch.setattr(make_archives, "jvm_options", lambda kind: [f"-XX:ArchiveClassesAtExit=part-{len(options)}"])
 
