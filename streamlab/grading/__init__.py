@@ -5,6 +5,7 @@
         [--shard K/N] [--roster FILE]           ... only shard K of N (merge the shards' outputs afterwards)
     streamlab grade merge OUT... --out DIR      shards' outputs -> one class's grades (or a refusal naming why)
     streamlab grade export OUT --format F       grades as Canvas, Moodle or a plain CSV import them
+    streamlab grade gradescope LAB --out F.zip  the lab's autograder for a Gradescope assignment
     streamlab check LAB_NOTEBOOK                a learner's self-check: each part passed or why not
 
 The modules, in the order they build on each other:
@@ -31,6 +32,8 @@ The modules, in the order they build on each other:
     merge        ``streamlab grade merge``: shards' outputs into one, or a refusal naming why
     roster       the class roster (file,id,name,email,section) against the submissions
     exports      ``streamlab grade export``: Canvas's, Moodle's and a plain CSV
+    gradescope   ``streamlab grade gradescope``: a lab's Gradescope autograder, and its run per submission
+    release      ``streamlab release``: the course as students get it, checked to hold no answer key
     selfcheck    ``streamlab check``: a learner runs a lab as the grader will (child: checkrun)
     cli          the argparse commands
 

@@ -298,12 +298,45 @@ def export_parser() -> argparse.ArgumentParser:
     return parser
 
 
-GRADE_TOOLS = {"merge": merge_parser, "export": export_parser}
+def cmd_gradescope(args) -> int:
+    from .gradescope import package  # imported on use: `python -m streamlab.grading.gradescope` runs it
+
+    try:
+        names = package(args.lab, Path(args.out), visibility=args.visibility, timeout_s=args.timeout)
+    except GradingError as err:
+        print(f"streamlab grade gradescope: {err}", file=sys.stderr)
+        return 2
+    print(f"Wrote {args.out}: Gradescope's autograder for {resolve_lab(args.lab)} ({len(names)} files: setup.sh, "
+          "run_autograder, the package and this lab's answer key). Upload it to the assignment's Autograder "
+          "settings, base image Ubuntu 22.04; keep it private.")
+    return 0
+
+
+def gradescope_parser() -> argparse.ArgumentParser:
+    from .gradescope import VISIBILITY
+
+    parser = argparse.ArgumentParser(
+        prog="streamlab grade gradescope",
+        description="Write LAB's autograder for a Gradescope programming assignment: a zip with setup.sh, "
+                    "run_autograder, the course's package and the lab's answer key. Each submission is then "
+                    "graded on Gradescope as `streamlab grade` grades it, and its points, per graded cell, go "
+                    "to Gradescope's gradebook.")
+    parser.add_argument("lab", metavar="LAB", help="the lab, e.g. lab01_stateless_vs_stateful (or lab01)")
+    parser.add_argument("--out", required=True, metavar="FILE.zip", help="the zip to write")
+    parser.add_argument("--visibility", default="visible", choices=VISIBILITY,
+                        help="when students see their results (Gradescope's setting; default: visible)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                        help="seconds per submission (default: %(default)s); set Gradescope's own timeout above it")
+    parser.set_defaults(func=cmd_gradescope)
+    return parser
+
+
+GRADE_TOOLS = {"merge": merge_parser, "export": export_parser, "gradescope": gradescope_parser}
 
 
 def parse_grade_tool(argv: list[str]):
-    """``streamlab grade merge ...`` and ``streamlab grade export ...`` parsed, or None for anything else
-    (``grade`` itself takes a lab and a folder, and no lab is called merge or export)."""
+    """``streamlab grade merge|export|gradescope ...`` parsed, or None for anything else (``grade`` itself
+    takes a lab and a folder, and no lab is called merge, export or gradescope)."""
     if len(argv) >= 2 and argv[0] == "grade" and argv[1] in GRADE_TOOLS:
         return GRADE_TOOLS[argv[1]]().parse_args(argv[2:])
     return None
