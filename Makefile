@@ -10,7 +10,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help lab lab-instructor test check site setup labs kafka-stop clean docker-base
+.PHONY: help lab lab-instructor test check site setup labs kafka-stop clean docker-base tests-here solutions-here
 
 help:
 	@echo "make lab    set up (first run only), start Kafka and open JupyterLab on the course (a learner's:"
@@ -47,18 +47,25 @@ DOCKER := docker
 # `make test` runs the fast tier first and stops at its first failure (a broken import or a lint error
 # costs a minute, not forty), then the heavy tiers; the notebook tests keep the lessons they executed in
 # build/executed/, the site is built from them (nothing is executed twice) and checked in a browser.
-test: setup
+test: tests-here setup
 	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY) or $(LATE) or $(DOCKER))"
 	$(BIN)/python -m pytest -n auto -m "$(HEAVY)"
 	$(BIN)/python -m pytest -p no:xdist -q -rs -m "$(DOCKER)"
 	$(BIN)/streamlab site
 	$(BIN)/python -m pytest -q -m "$(LATE)"
 
-check: setup
+check: tests-here setup
 	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY) or $(LATE) or $(DOCKER))" -q
 
 site: setup
 	$(BIN)/streamlab site
+
+# The course as students get it (`streamlab release`) has no tests/ and no solutions/: they hold the answer key.
+solutions-here:
+	@test -d solutions || { echo "make labs: no solutions/ here (the course as students get it): the labs in labs/ are already released"; exit 2; }
+
+tests-here:
+	@test -d tests || { echo "make test: this copy of the course has no tests/: it is the course as students get it, and the tests stay with the instructor's private repository (they hold the answer key). To check your set-up: make lab, then .venv/bin/streamlab doctor"; exit 2; }
 
 # After the first set-up: the JVMs' start-up archives, made again if the JDK or the jars changed
 # (a look at file dates when nothing changed; `streamlab doctor` shows their state).
@@ -74,7 +81,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/streamlab fetch
 	@touch $(STAMP)
 
-labs: setup
+labs: solutions-here setup
 	$(BIN)/streamlab release-labs
 
 kafka-stop:

@@ -1,6 +1,6 @@
-"""The README's curriculum table: each of the articles' 18 ideas is taught in a lesson and graded by test cells
-that exist, carry points, and are confirmed by a hidden check outside the student's kernel (a lab has no hidden
-tests: the grade's facts are all in its hidden_checks.py)."""
+"""The curriculum table (the instructor's guide, "What each lab grades"): each of the articles' 18 ideas is
+taught in a lesson and graded by test cells that exist, carry points, and are confirmed by a hidden check outside
+the student's kernel (a lab has no hidden tests: the grade's facts are all in its hidden_checks.py)."""
 from __future__ import annotations
 
 import re
@@ -17,7 +17,7 @@ ROW = re.compile(r"^\| (\d+) \| ([^|]+) \| ([\w, ]+) \| ([^|]+) \|$")
 
 def _rows() -> dict[int, tuple[str, list[str], dict[str, list[str]]]]:
     rows = {}
-    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+    for line in (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8").splitlines():
         match = ROW.match(line)
         if not match:
             continue

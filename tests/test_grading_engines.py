@@ -102,8 +102,8 @@ def test_the_stated_minimum_kubernetes_is_the_one_its_fields_need():
     needed = max(used)
     stated = re.search(r"Kubernetes (\d+)\.(\d+) or later", text)
     assert stated and tuple(map(int, stated.groups())) == needed, f"the file must say Kubernetes {needed} or later"
-    readme = (ROOT / "README.md").read_text()
-    assert f"**Kubernetes** ({needed[0]}.{needed[1]} or later)" in readme
+    guide = (ROOT / "docs" / "instructors.md").read_text()
+    assert f"**Kubernetes** ({needed[0]}.{needed[1]} or later)" in guide
 
 
 def test_the_merge_job_merges_the_shards_of_the_grading_job(manifests):
@@ -277,7 +277,7 @@ def test_every_step_is_well_formed(workflow):
 NODE24_MAJORS = {"checkout": 5, "setup-python": 6, "setup-java": 5, "setup-node": 5, "upload-artifact": 6,
                  "download-artifact": 7, "configure-pages": 6, "upload-pages-artifact": 5, "deploy-pages": 5}
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-SUBMISSION_NEEDS_MB = 2048  # a submission's kernel, its Spark and the grader's checks, measured (README)
+SUBMISSION_NEEDS_MB = 2048  # a submission's kernel, its Spark and the grader's checks, measured (docs/instructors.md)
 
 
 def _steps(path):

@@ -85,7 +85,7 @@ def _lesson_time():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_time_estimate_covers_at_least_the_reading(path):
-    """The "Time:" line is measured (README, "How long a lesson takes"): at least the reading part of the
+    """The "Time:" line is measured (docs/contributors.md, "How long a lesson takes"): at least the reading part of the
     estimate, which needs no run, so a lesson that grows gets its time updated."""
     import re
 

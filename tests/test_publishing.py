@@ -82,8 +82,8 @@ def test_the_readmes_first_screen_links_to_the_site_and_to_binder():
     assert "make site" in first_screen
 
 
-def test_the_readme_says_how_to_serve_the_site_and_how_long_it_takes():
-    readme = (ROOT / "README.md").read_text()
+def test_the_contributors_guide_says_how_to_serve_the_site_and_how_long_it_takes():
+    readme = (ROOT / "docs" / "contributors.md").read_text()
     assert "cd build/site && python -m http.server" in readme
     section = readme.split("## The course as a website", 1)[1].split("\n## ", 1)[0]
     assert re.search(r"\d+ s after `make test`", section) and re.search(r"\d+ min alone", section), \

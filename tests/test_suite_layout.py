@@ -65,7 +65,7 @@ def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
 
 def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel_then_the_site():
     makefile = (ROOT / "Makefile").read_text()
-    recipe = makefile.split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    recipe = makefile.split("\ntest: tests-here setup\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert len(recipe) == 5, recipe
     fast, heavy, docker, site, late = recipe
     assert "-m pytest -n auto -x" in fast and '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in fast, \
@@ -79,6 +79,6 @@ def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel_then
     markers = makefile.split("\nHEAVY := ", 1)[1].split("\n", 1)[0].split(" or ")
     assert markers == ["notebooks", "labs", "cluster", "slow"]
     assert makefile.split("\nLATE := ", 1)[1].split("\n", 1)[0] == "browser"
-    check = makefile.split("\ncheck: setup\n", 1)[1].split("\n", 1)[0]
+    check = makefile.split("\ncheck: tests-here setup\n", 1)[1].split("\n", 1)[0]
     assert '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in check, "make check is the fast tier"
     assert makefile.split("\nDOCKER := ", 1)[1].split("\n", 1)[0] == "docker"

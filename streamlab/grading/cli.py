@@ -8,13 +8,15 @@ from pathlib import Path
 
 from .exports import export_table, left_out, not_graded, to_csv
 from .grader import DEFAULT_TIMEOUT_S, Grader
+from .gradescope import VISIBILITY, package
+from .gradescope import run as run_gradescope
 from .labs import GradingError, release_labs, resolve_lab
 from .merge import merge
 from .release import release
 from .results import Status, write_csv
 from .roster import match, read_roster
 from .runinfo import describe_runs, read_runs
-from .sandbox import Limits, enforced_limits
+from .sandbox import Limits, not_enforced_here
 from .selfcheck import format_report, run_selfcheck
 from .shards import WHOLE, Shard, select
 from .submissions import find_submissions
@@ -28,14 +30,6 @@ def _roster_for(path: str | None, submissions: list[tuple[str, str]]):
     matched = match(read_roster(path), submissions)
     print(matched.describe(len(submissions)), flush=True)
     return matched
-
-
-def not_enforced_here() -> str:
-    """The limits the banner names that this machine does not let the grader enforce, said in the banner: in
-    a container, say, the control groups are read-only and the container's own limits hold instead."""
-    missing = [name for name in ("memory", "processes", "CPU time", "disk") if name not in enforced_limits()]
-    return (f"; NOT enforced here: {', '.join(missing)} (no writable control groups; in a container, the "
-            "container's own limits hold instead)") if missing else ""
 
 
 def cmd_grade(args) -> int:
@@ -299,8 +293,10 @@ def export_parser() -> argparse.ArgumentParser:
 
 
 def cmd_gradescope(args) -> int:
-    from .gradescope import package  # imported on use: `python -m streamlab.grading.gradescope` runs it
-
+    if args.run:  # inside Gradescope's container, from run_autograder
+        results = run_gradescope(args.lab, Path(args.run), visibility=args.visibility, timeout_s=args.timeout)
+        print(results["output"])
+        return 1 if results["extra_data"]["status"] == Status.ERROR.value else 0
     try:
         names = package(args.lab, Path(args.out), visibility=args.visibility, timeout_s=args.timeout)
     except GradingError as err:
@@ -313,8 +309,6 @@ def cmd_gradescope(args) -> int:
 
 
 def gradescope_parser() -> argparse.ArgumentParser:
-    from .gradescope import VISIBILITY
-
     parser = argparse.ArgumentParser(
         prog="streamlab grade gradescope",
         description="Write LAB's autograder for a Gradescope programming assignment: a zip with setup.sh, "
@@ -322,7 +316,10 @@ def gradescope_parser() -> argparse.ArgumentParser:
                     "graded on Gradescope as `streamlab grade` grades it, and its points, per graded cell, go "
                     "to Gradescope's gradebook.")
     parser.add_argument("lab", metavar="LAB", help="the lab, e.g. lab01_stateless_vs_stateful (or lab01)")
-    parser.add_argument("--out", required=True, metavar="FILE.zip", help="the zip to write")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", metavar="FILE.zip", help="the zip to write")
+    where.add_argument("--run", metavar="ROOT", help="inside Gradescope's container (run_autograder does it): grade "
+                       "ROOT/submission into ROOT/results/results.json")
     parser.add_argument("--visibility", default="visible", choices=VISIBILITY,
                         help="when students see their results (Gradescope's setting; default: visible)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,

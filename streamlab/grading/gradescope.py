@@ -23,19 +23,21 @@ the lab's notebook by name, else the one notebook there is, within ``bounds.NOTE
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import stat
-import sys
 import time
 import zipfile
 from pathlib import Path
 
+from ..stack import broker
 from . import bounds
+from .grader import Grader
 from .labs import GradingError, lab_notebooks, resolve_lab, solutions_dir
 from .results import Result, Status
+from .sandbox import Limits, not_enforced_here, unavailable_reason
+from .submissions import find_submissions
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's four settings
 SUBMISSION_ID = "submission"  # the one student's id in the grader's run
@@ -67,12 +69,12 @@ cd /autograder/source/course
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this once per submission: it grades /autograder/submission/ and writes
-# /autograder/results/results.json (streamlab.grading.gradescope.run).
+# /autograder/results/results.json (streamlab.grading.gradescope.run, through the streamlab command).
 set -uo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 cd "$ROOT/source/course"
-exec "${{STREAMLAB_AUTOGRADER_VENV:-$ROOT/venv}}/bin/python" -m streamlab.grading.gradescope run {lab} \\
-    --root "$ROOT" --visibility {visibility} --timeout {timeout:g}
+exec "${{STREAMLAB_AUTOGRADER_VENV:-$ROOT/venv}}/bin/python" -m streamlab grade gradescope {lab} --run "$ROOT" \\
+    --visibility {visibility} --timeout {timeout:g}
 """
 
 
@@ -161,12 +163,6 @@ def _copy_bounded(source: Path, target: Path) -> str:
 
 def run(lab: str, root: Path, *, visibility: str = "visible", timeout_s: float = 900) -> dict:
     """Grade ``root/submission`` and write ``root/results/results.json``; returns what it wrote."""
-    from ..stack import broker
-    from .cli import not_enforced_here
-    from .grader import Grader
-    from .sandbox import Limits, unavailable_reason
-    from .submissions import find_submissions
-
     lab = resolve_lab(lab)
     root = Path(root)
     work = root / "grading"
@@ -240,22 +236,3 @@ def write_results(root: Path, lab: str, result: Result, *, visibility: str, box_
     partial.write_text(json.dumps(results, indent=2), encoding="utf-8")
     partial.replace(target)  # whatever a submission left at that path is replaced, never appended to
     return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.gradescope",
-                                     description="Inside Gradescope's container: grade one submission.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    one = sub.add_parser("run", help="grade ROOT/submission into ROOT/results/results.json")
-    one.add_argument("lab")
-    one.add_argument("--root", default="/autograder")
-    one.add_argument("--visibility", default="visible", choices=VISIBILITY)
-    one.add_argument("--timeout", type=float, default=900)
-    args = parser.parse_args(argv)
-    results = run(args.lab, Path(args.root), visibility=args.visibility, timeout_s=args.timeout)
-    print(results["output"])
-    return 1 if results["extra_data"]["status"] == Status.ERROR.value else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

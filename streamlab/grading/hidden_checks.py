@@ -5,7 +5,7 @@ anything those cells call (builtins, the lab's helpers, ``streamlab``, pandas). 
 comes from what the run **left behind** — checkpoints, Kafka topics — read by the grader in its own
 process after the notebook's kernel is gone, against expected values the grader computes itself.
 
-How a lab is written for it (see the README's lab authoring guide):
+How a lab is written for it (see docs/contributors.md, "Writing a lab"):
 
 * each graded part's locked cells make the part leave artifacts with fixed names: a checkpoint
   from ``sl.new_checkpoint("lab02-dedup")`` and topics from ``sl.new_topic("lab02-dedup-out")``;

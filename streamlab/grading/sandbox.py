@@ -689,3 +689,11 @@ def _java_home() -> str | None:
     """The JDK's home, from ``java`` itself (the kernel gets it as JAVA_HOME and reads it read-only)."""
     java = find_java()
     return str(Path(os.path.realpath(java)).parent.parent) if java else None
+
+
+def not_enforced_here() -> str:
+    """The limits the banner names that this machine does not let the grader enforce, said in the banner: in
+    a container, say, the control groups are read-only and the container's own limits hold instead."""
+    missing = [name for name in ("memory", "processes", "CPU time", "disk") if name not in enforced_limits()]
+    return (f"; NOT enforced here: {', '.join(missing)} (no writable control groups; in a container, the "
+            "container's own limits hold instead)") if missing else ""

@@ -6,7 +6,7 @@ cell it runs (an IPython hook sees each cell's source) and print it in any encod
 ``WithholdHiddenTests`` right after ``OverwriteCells``: each ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN
 TESTS`` region becomes one comment line. What those lines checked is checked by the lab's hidden checks
 (``solutions/<lab>/hidden_checks.py``), outside the kernel, on what the run left behind; a value that only
-the kernel holds reaches them through a locked cell that writes it to a topic (see the README's
+the kernel holds reaches them through a locked cell that writes it to a topic (see docs/contributors.md,
 "Writing a lab").
 """
 from __future__ import annotations

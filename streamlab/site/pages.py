@@ -1,13 +1,16 @@
 """Which pages the course's site has, in course order, and what each is made from.
 
-    index.html                 the README's overview (up to "The `streamlab` package")
+    index.html                 the README: the course's front door
+    learners.html              docs/learners.md, a learner's start
     00_setup.html              lesson 00, then for each module: the lesson (executed), then its lab
     01_<name>.html             (the student version from labs/, never solutions/)
     lab01_<name>.html
     ...
     glossary.html              notebooks/glossary.md
-    instructors.html           the instructors' guide: INSTRUCTORS.md if there is one, else the README's
-                               "Grading labs (instructors)" section
+    instructors.html           docs/instructors.md, the instructor's guide
+    contributors.html          docs/contributors.md, the contributor's guide
+
+A guide that is not there has no page (a link to it goes to the repository).
 """
 from __future__ import annotations
 
@@ -16,9 +19,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-OVERVIEW_ENDS = "\n## The `streamlab` package"  # the landing page is the README above this heading
-GUIDE_FILES = ("INSTRUCTORS.md", "docs/instructors.md")
-GUIDE_SECTION = "\n## Grading labs (instructors)"
+# The guides by reader: (page, file, title if the file has no heading). The learners' comes before the
+# lessons, the others after the glossary.
+LEARNERS_GUIDE = ("learners", "docs/learners.md", "Start here")
+LATER_GUIDES = (("instructors", "docs/instructors.md", "For instructors"),
+                ("contributors", "docs/contributors.md", "For contributors"))
 
 
 @dataclass(frozen=True)
@@ -28,27 +33,12 @@ class Page:
     kind: str  # home, lesson, lab, glossary, guide
     repo_path: str  # the file of the repository it shows ("notebooks/01_x.ipynb"), for links to it
     source: Path | None = None  # a notebook to convert (an executed lesson, a student lab)
-    markdown: str | None = None  # or markdown text (README parts, the glossary)
+    markdown: str | None = None  # or markdown text (the README, a guide, the glossary)
     lab: str | None = None  # a lesson's lab (its slug), when it has one
 
     @property
     def file(self) -> str:
         return f"{self.slug}.html"
-
-
-def readme_section(readme: str, start: str | None, end: str | None) -> str:
-    """The README's text from the heading ``start`` (None: the top) to the next heading of its level (or ``end``)."""
-    text = readme
-    if start is not None:
-        if start not in text:
-            raise ValueError(f"the README has no heading {start.strip()!r}")
-        text = text[text.index(start) + 1:]
-        level = start.strip().split(" ", 1)[0]
-        nxt = re.search(rf"\n{level} ", text)
-        text = text[: nxt.start()] if nxt else text
-    if end is not None and end in text:
-        text = text[: text.index(end)]
-    return text.strip() + "\n"
 
 
 def first_heading(text: str, fallback: str) -> str:
@@ -68,8 +58,8 @@ def course_pages(root: Path, executed: list[Path]) -> list[Page]:
     """Every page of the site, in course order. ``executed``: the executed lessons (their names are
     the lessons' names)."""
     readme = (root / "README.md").read_text(encoding="utf-8")
-    pages = [Page("index", first_heading(readme, "The course"), "home", "README.md",
-                  markdown=readme_section(readme, None, OVERVIEW_ENDS))]
+    pages = [Page("index", first_heading(readme, "The course"), "home", "README.md", markdown=readme)]
+    pages += _guides(root, [LEARNERS_GUIDE])
     labs = {p.name[3:5]: p for p in sorted((root / "labs").glob("lab[0-9][0-9]_*")) if p.is_dir()}
     for index, copy in enumerate(executed):
         number = copy.name[:2]                     # 02 and 02b are one module, with one lab after both
@@ -87,16 +77,17 @@ def course_pages(root: Path, executed: list[Path]) -> list[Page]:
         text = glossary.read_text(encoding="utf-8")
         pages.append(Page("glossary", first_heading(text, "Glossary"), "glossary", "notebooks/glossary.md",
                           markdown=text))
-    guide = next((root / name for name in GUIDE_FILES if (root / name).exists()), None)
-    if guide is not None:
-        text = guide.read_text(encoding="utf-8")
-        pages.append(Page("instructors", first_heading(text, "For instructors"), "guide",
-                          guide.relative_to(root).as_posix(), markdown=text))
-    elif GUIDE_SECTION in readme:
-        text = readme_section(readme, GUIDE_SECTION, None)
-        pages.append(Page("instructors", first_heading(text.replace("## ", "# ", 1), "For instructors"), "guide",
-                          "README.md", markdown=text.replace("## ", "# ", 1)))
+    pages += _guides(root, LATER_GUIDES)
     return pages
+
+
+def _guides(root: Path, guides) -> list[Page]:
+    found = []
+    for slug, name, fallback in guides:
+        if (root / name).is_file():
+            text = (root / name).read_text(encoding="utf-8")
+            found.append(Page(slug, first_heading(text, fallback), "guide", name, markdown=text))
+    return found
 
 
 def repository(root: Path, override: str | None = None) -> str:

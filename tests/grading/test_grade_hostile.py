@@ -2,7 +2,7 @@
 
 Each attacker is lab 01's blank notebook with one cell of attack on top; it knows every path of the
 machine (the repository, the grading output, the submissions folder), as a student who read the
-README would. Graded in one run, two at a time, with two victims (the reference answers) after them
+instructor's guide would. Graded in one run, two at a time, with two victims (the reference answers) after them
 and a blank lab last:
 
     a_points     writes every gradebook it can find, plants a bytecode file for hidden_checks.py in solutions/,

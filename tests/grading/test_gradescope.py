@@ -98,7 +98,7 @@ def test_the_zip_is_what_gradescope_runs_and_holds_this_lab_alone(autograder):
         assert stat.S_ISREG(modes[name]) and modes[name] & 0o111, f"{name} must be executable"
         check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
         assert check.returncode == 0, f"{name}: {check.stderr}"
-    assert f" run {LAB} " in scripts["run_autograder"]
+    assert f"-m streamlab grade gradescope {LAB} --run" in scripts["run_autograder"]
     assert "openjdk-17-jdk-headless python3.11" in scripts["setup.sh"] and "bubblewrap" in scripts["setup.sh"]
     assert "course/streamlab/grading/gradescope.py" in names and "course/requirements.txt" in names
     assert {n.split("/")[2] for n in names if n.startswith("course/solutions/")} == {LAB}, "this lab's key only"

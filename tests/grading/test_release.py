@@ -37,7 +37,8 @@ def _digest(path):
 
 def test_the_release_has_what_a_learner_needs(released):
     for needed in ("notebooks/00_setup.ipynb", "streamlab/__init__.py", "Makefile", "requirements.txt",
-                   "docker/Dockerfile", "binder/postBuild", "README.md", "LICENSE"):
+                   "docker/Dockerfile", "binder/postBuild", "README.md", "LICENSE", "docs/learners.md",
+                   "docs/instructors.md", "docs/contributors.md", "CONTRIBUTING.md"):
         assert (released / needed).is_file(), needed
     assert sorted(p.name for p in (released / "labs").iterdir()) == find_labs()
 
@@ -77,12 +78,13 @@ def test_each_way_the_key_could_leak_is_caught(released, tmp_path, leak):
         (copy / "tests" / "submissions" / "x.ipynb").write_text("{}")
     else:
         region = rel.SOLUTION_REGION.search("\n".join(c.source for c in nbformat.read(solution, 4).cells)).group(1)
-        (copy / "README.md").write_text((copy / "README.md").read_text() + "\n```python\n" + region + "```\n")
+        guide = copy / "docs" / "instructors.md"
+        guide.write_text(guide.read_text() + "\n```python\n" + region + "```\n")
     found = rel.answer_key_in(copy)
     expected = {"checks copied": "docker/extras.py: a hidden check's line",
                 "solution notebook as the lab": f"labs/{lab}/{solution.name}: nbgrader's marker",
                 "tests folder": "tests: never released",
-                "solution pasted in a guide": "README.md: a lab's solution"}[leak]
+                "solution pasted in a guide": "docs/instructors.md: a lab's solution"}[leak]
     assert any(problem.startswith(expected) for problem in found), found
 
 
@@ -92,3 +94,25 @@ def test_a_release_is_written_outside_the_course_and_never_over_a_folder_by_surp
     (tmp_path / "there").mkdir()
     with pytest.raises(rel.ReleaseError, match="exists: choose a new folder, or --force"):
         rel.release(tmp_path / "there")
+
+
+def test_the_release_builds_the_site_and_says_where_the_tests_are(released):
+    """Binder and the site build from the public course: its pages are all there (lessons, student labs, the
+    guides), and `make test`, whose tests hold the answer key, says they stay in the private repository
+    (before it sets anything up)."""
+    from streamlab.site.executed import lessons
+    from streamlab.site.pages import course_pages
+
+    site = course_pages(released, lessons(released))
+    assert {p.slug for p in site} >= {"index", "learners", "instructors", "contributors", "glossary", *find_labs()}
+    assert all((released / p.repo_path).is_file() for p in site)
+    for target in ("test", "check"):
+        proc = subprocess.run(["make", "-C", str(released), target], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and "no tests/" in proc.stdout, proc.stdout + proc.stderr
+        assert "the instructor's private repository" in proc.stdout
+    assert not (released / ".venv").exists(), "refused before any set-up"
+    labs = subprocess.run(["make", "-C", str(released), "labs"], capture_output=True, text=True, timeout=60)
+    assert labs.returncode == 2 and "no solutions/ here" in labs.stdout
+    dry = subprocess.run(["make", "-n", "-C", str(released), "site", "lab"], capture_output=True, text=True,
+                         timeout=60)
+    assert dry.returncode == 0 and "streamlab site" in dry.stdout and "streamlab lab" in dry.stdout

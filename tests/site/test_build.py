@@ -19,33 +19,19 @@ PNG = base64.b64encode(bytes.fromhex(  # a 1x1 PNG: a figure, as matplotlib leav
 
 README = """# A small course
 
-Read [lesson 01](notebooks/01_b.ipynb), do [its lab](labs/lab01_b/), see [Docker](docker/README.md)
-and [the cluster](#running-on-a-cluster).
+Read [lesson 01](notebooks/01_b.ipynb), do [its lab](labs/lab01_b/), see [Docker](docker/README.md),
+[the cluster](docs/learners.md#running-on-a-cluster) and [the guides](#which-guide).
 
-## Two commands
+## Which guide
 
-Run them.
-
-## The `streamlab` package
-
-Not on the landing page.
-
-## Running on a cluster
-
-Neither.
-
-## Grading labs (instructors)
-
-Grade with `streamlab grade`; answer cells hold `### BEGIN SOLUTION`.
-
-### Writing a lab
-
-Write one.
-
-## Layout
-
-Not in the guide.
+[Start here](docs/learners.md), [teach](docs/instructors.md), [contribute](docs/contributors.md#no-such-part).
 """
+
+GUIDES = {
+    "learners": "# Start here\n\nRun [lesson 01](../notebooks/01_b.ipynb) first.\n\n## Running on a cluster\n\nSet.\n",
+    "instructors": "# Teaching this course\n\nGrade with `streamlab grade`; see [the README](../README.md).\n",
+    "contributors": "# Working on it\n\nAnswer cells hold `### BEGIN SOLUTION`.\n\n## Writing a lab\n\nWrite one.\n",
+}
 
 
 def lesson(title: str, cells: list) -> nbformat.NotebookNode:
@@ -60,6 +46,9 @@ def course(tmp_path, monkeypatch):
     (root / "labs" / "lab01_b").mkdir(parents=True)
     (root / "solutions" / "lab01_b").mkdir(parents=True)
     (root / "README.md").write_text(README)
+    (root / "docs").mkdir()
+    for name, text in GUIDES.items():
+        (root / "docs" / f"{name}.md").write_text(text)
     (root / "pyproject.toml").write_text('[project]\nname = "x"\n[project.urls]\n'
                                          'Repository = "https://github.com/someone/course"\n')
     (root / "notebooks" / "glossary.md").write_text("# Glossary\n\n| term | lesson |\n|---|---|\n"
@@ -104,11 +93,11 @@ def html_of(out, name: str) -> str:
 
 def test_pages_come_in_course_order_each_lesson_before_its_lab(course):
     _, out, course_pages = course
-    assert [p.file for p in course_pages] == ["index.html", "00_a.html", "01_b.html", "lab01_b.html",
-                                              "glossary.html", "instructors.html"]
+    assert [p.file for p in course_pages] == ["index.html", "learners.html", "00_a.html", "01_b.html", "lab01_b.html",
+                                              "glossary.html", "instructors.html", "contributors.html"]
     assert sorted(p.name for p in out.glob("*.html")) == sorted(p.file for p in course_pages)
-    assert [p.kind for p in course_pages] == ["home", "lesson", "lesson", "lab", "glossary", "guide"]
-    assert course_pages[3].source.parent.parent.name == "labs", "the student version, never solutions/"
+    assert [p.kind for p in course_pages] == ["home", "guide", "lesson", "lesson", "lab", "glossary", "guide", "guide"]
+    assert course_pages[4].source.parent.parent.name == "labs", "the student version, never solutions/"
 
 
 def test_every_page_has_the_whole_course_in_its_navigation_and_previous_next(course):
@@ -131,8 +120,11 @@ def test_links_between_files_become_links_between_pages(course):
     home = html_of(out, "index.html")
     assert 'href="01_b.html"' in home and 'href="lab01_b.html"' in home
     assert 'href="https://github.com/someone/course/blob/HEAD/docker/README.md"' in home
-    # an anchor of a README section that is not on the page: the README on GitHub
-    assert 'href="https://github.com/someone/course/blob/HEAD/README.md#running-on-a-cluster"' in home
+    # GitHub's anchors follow the pages' heading ids; one a page does not have leads to the page
+    assert 'href="learners.html#Running-on-a-cluster"' in home and 'href="#Which-guide"' in home
+    assert 'href="instructors.html"' in home and 'href="contributors.html"' in home
+    assert 'href="01_b.html"' in html_of(out, "learners.html"), "a guide's links are relative to docs/"
+    assert 'href="index.html"' in html_of(out, "instructors.html")
     lesson01 = html_of(out, "01_b.html")
     assert 'href="glossary.html"' in lesson01
     assert 'href="01_b.html#Keyed-state"' in html_of(out, "00_a.html"), "anchors follow the page's heading ids"
@@ -177,20 +169,22 @@ def test_pages_show_no_path_of_the_machine_that_built_them(course):
     assert ".streamlab/checkpoints/counts-1" in text and "./notebooks" in text
 
 
-def test_the_instructors_guide_is_the_readmes_grading_section(course):
+def test_each_reader_has_a_guide_page_made_from_its_file(course):
     _, out, course_pages = course
-    guide = html_of(out, "instructors.html")
-    assert "streamlab grade" in guide and "Writing a lab" in guide
-    assert "Not in the guide" not in guide and "Not on the landing page" not in html_of(out, "index.html")
-    assert course_pages[-1].title == "Grading labs (instructors)"
+    guides = [(p.slug, p.title, p.repo_path) for p in course_pages if p.kind == "guide"]
+    assert guides == [("learners", "Start here", "docs/learners.md"),
+                      ("instructors", "Teaching this course", "docs/instructors.md"),
+                      ("contributors", "Working on it", "docs/contributors.md")]
+    assert "streamlab grade" in html_of(out, "instructors.html")
+    assert "Writing a lab" in html_of(out, "contributors.html")
+    assert "Which guide" in html_of(out, "index.html"), "the landing page is the whole README"
     assert not any("solutions" in (p.repo_path or "") for p in course_pages)
 
 
-def test_an_instructors_guide_file_is_preferred(course):
+def test_a_guide_that_is_not_there_has_no_page(course):
     root, _, _ = course
-    (root / "INSTRUCTORS.md").write_text("# Teaching this course\n\nHow.\n")
-    guide = pages.course_pages(root, [])[-1]
-    assert (guide.slug, guide.title, guide.repo_path) == ("instructors", "Teaching this course", "INSTRUCTORS.md")
+    (root / "docs" / "contributors.md").unlink()
+    assert [p.slug for p in pages.course_pages(root, []) if p.kind == "guide"] == ["learners", "instructors"]
 
 
 def test_the_search_index_holds_every_section_without_outputs(course):
