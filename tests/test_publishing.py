@@ -88,3 +88,27 @@ def test_the_contributors_guide_says_how_to_serve_the_site_and_how_long_it_takes
     section = readme.split("## The course as a website", 1)[1].split("\n## ", 1)[0]
     assert re.search(r"\d+ s after `make test`", section) and re.search(r"\d+ min alone", section), \
         "how long `make site` takes, after `make test` and alone"
+
+
+# What each reader's guide must cover (issue: an instructor follows the instructor's guide alone, from a fresh
+# clone to grades in their platform), and the README stays the short front door to them.
+GUIDE_COVERS = {
+    "learners.md": ["make lab", "Python 3.11", "JDK 17", "00_setup", "streamlab check", "streamlab doctor",
+                    "When something goes wrong", "Binder", "docker compose"],
+    "instructors.md": ["streamlab release", "private", "JupyterHub", "nbgrader's exchange", "streamlab doctor",
+                       "of memory", "of disk", "streamlab grade", "--roster", "--format canvas", "--format moodle",
+                       "streamlab grade gradescope", "Kubernetes", "GitHub Actions", "Slurm", "What each lab grades"],
+    "contributors.md": ["make check", "make test", "How a lesson is built", "Writing a lab", "hidden_checks.py",
+                        "How long a lesson takes", "The course as a website", "Layout"],
+}
+
+
+def test_the_readme_is_a_short_front_door_to_a_guide_for_each_reader():
+    readme = (ROOT / "README.md").read_text()
+    prose = re.sub(r"^\|.*\|$", "", readme, flags=re.M)  # the modules' and articles' tables are not read through
+    assert len(prose.split()) < 1200, "the README is the front door: details go into the guides"
+    assert "make lab" in readme and "make test" in readme
+    for name, needed in GUIDE_COVERS.items():
+        assert f"](docs/{name})" in readme, f"the README links docs/{name}"
+        text = (ROOT / "docs" / name).read_text()
+        assert not [n for n in needed if n not in text], f"docs/{name} misses {[n for n in needed if n not in text]}"

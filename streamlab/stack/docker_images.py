@@ -5,7 +5,7 @@ serves it, ``make docker-base`` (``base()``) makes an equivalent here, from Debi
 Debian 12 from ``debootstrap`` (the mirror apt already uses), Debian's Python 3.11 in a virtual
 environment at ``/usr/local`` (so ``python``, ``pip`` and ``site-packages`` are where the official image
 has them), trusting the certificate authorities this machine trusts. It is tagged with the official
-name, so the Dockerfile and the README's ``docker compose -f docker/compose.yaml up --build`` run
+name, so the Dockerfile and the learner's guide's ``docker compose -f docker/compose.yaml up --build`` run
 unchanged. What differs: Python's patch release (Debian's 3.11.2, not 3.11.14) and the extra
 certificate authorities of this machine, which is why such a base is never published.
 
