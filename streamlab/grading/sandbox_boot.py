@@ -56,12 +56,17 @@ def join(a: socket.socket, b: socket.socket) -> None:
         threading.Thread(target=pump, args=(source, target), daemon=True).start()
 
 
-def serve_loopback(port: int, door: str) -> None:
-    """Accept on 127.0.0.1:``port`` and join each connection to the socket file ``door``."""
+def listening(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:``port``, inside the sandbox."""
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", port))
     server.listen(64)
+    return server
+
+
+def serve_loopback(server: socket.socket, door: str) -> None:
+    """Accept on ``server`` and join each connection to the socket file ``door``."""
     while True:
         inner, _ = server.accept()
         outer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -106,14 +111,22 @@ def inside(spec: dict, command: list[str]) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
     for folder in spec["make_dirs"]:
         os.makedirs(folder, exist_ok=True)
+    ready, told = os.pipe()
     if os.fork() == 0:  # the loopback end of the Kafka door, one thread per port; it dies with the sandbox
         try:
+            os.close(ready)
             os.setsid()
-            for port in spec["broker_ports"][1:]:
-                threading.Thread(target=serve_loopback, args=(port, spec["door"]), daemon=True).start()
-            serve_loopback(spec["broker_ports"][0], spec["door"])
+            servers = [listening(port) for port in spec["broker_ports"]]
+            os.close(told)  # every port listens: the command may connect from its first instruction on
+            for server in servers[1:]:
+                threading.Thread(target=serve_loopback, args=(server, spec["door"]), daemon=True).start()
+            if servers:
+                serve_loopback(servers[0], spec["door"])
         finally:
             os._exit(0)
+    os.close(told)
+    os.read(ready, 1)  # returns when the door's process closed its end: listening, or dead (then no door)
+    os.close(ready)
     env = dict(spec["env"])
     env.update({name: os.environ[name] for name in PASSTHROUGH if name in os.environ})
     os.chdir(spec["work"])
