@@ -32,12 +32,11 @@ import zipfile
 from pathlib import Path
 
 from ..stack import broker
-from . import bounds
 from .grader import Grader
 from .labs import GradingError, lab_notebooks, resolve_lab, solutions_dir
 from .results import Result, Status
 from .sandbox import Limits, not_enforced_here, unavailable_reason
-from .submissions import find_submissions
+from .submissions import SubmissionRefused, find_submissions, read_submitted_file
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's four settings
 SUBMISSION_ID = "submission"  # the one student's id in the grader's run
@@ -144,23 +143,6 @@ def submitted_notebook(folder: Path, lab: str) -> tuple[Path | None, str]:
                   f"{wanted}.ipynb")
 
 
-def _copy_bounded(source: Path, target: Path) -> str:
-    """Copy a student's file without following a link and within the size bound; '' or why not."""
-    try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as err:
-        return f"cannot open {source.name}: {err.strerror}"
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return f"{source.name} is not a regular file"
-        data = f.read(bounds.NOTEBOOK_BYTES + 1)
-    if len(data) > bounds.NOTEBOOK_BYTES:
-        return f"{source.name} is larger than {bounds.NOTEBOOK_BYTES // bounds.MB} MB"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-    return ""
-
-
 def run(lab: str, root: Path, *, visibility: str = "visible", timeout_s: float = 900) -> dict:
     """Grade ``root/submission`` and write ``root/results/results.json``; returns what it wrote."""
     lab = resolve_lab(lab)
@@ -172,7 +154,10 @@ def run(lab: str, root: Path, *, visibility: str = "visible", timeout_s: float =
     folder = work / "submissions"
     folder.mkdir(parents=True)
     if notebook is not None:
-        problem = _copy_bounded(notebook, folder / f"{SUBMISSION_ID}.ipynb")
+        try:  # read as the grader reads a submitted file: no link followed, no FIFO waited on, bounded
+            (folder / f"{SUBMISSION_ID}.ipynb").write_bytes(read_submitted_file(notebook))
+        except SubmissionRefused as refused:
+            problem = str(refused)
     if problem:
         result = Result(student=SUBMISSION_ID, status=Status.INVALID, detail=problem)
         return write_results(root, lab, result, visibility=visibility, box_note="")

@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from streamlab import grading
-from streamlab.grading import gradescope
+from streamlab.grading import bounds, gradescope
 from streamlab.grading.results import CellGrade, Result, Status
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,9 +173,10 @@ def test_two_notebooks_or_an_oversized_one_are_not_graded(autograder, tmp_path, 
         nbformat.write(released, root / "submission" / name)
     assert "2 notebooks in your submission" in _run_without_grading(root)["output"]
     (root / "submission" / "copy.ipynb").unlink()
-    monkeypatch.setattr(gradescope.bounds, "NOTEBOOK_BYTES", 100)
+    monkeypatch.setattr(bounds, "NOTEBOOK_BYTES", 100)
     results = _run_without_grading(root)
-    assert results["score"] == 0 and "mine.ipynb is larger than" in results["output"]
+    assert results["score"] == 0 and "mine.ipynb is " in results["output"]
+    assert "a lab notebook is at most 100 bytes" in results["output"]
 
 
 def test_the_labs_notebook_is_found_by_name_beside_other_files(tmp_path):
