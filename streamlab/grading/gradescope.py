@@ -34,6 +34,7 @@ from pathlib import Path
 from ..stack import broker
 from .grader import Grader
 from .labs import GradingError, lab_notebooks, resolve_lab, solutions_dir
+from .release import IGNORED  # what a release leaves out of the package, the autograder too
 from .results import Result, Status
 from .sandbox import Limits, not_enforced_here, unavailable_reason
 from .submissions import SubmissionRefused, find_submissions, read_submitted_file
@@ -41,7 +42,6 @@ from .submissions import SubmissionRefused, find_submissions, read_submitted_fil
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's four settings
 SUBMISSION_ID = "submission"  # the one student's id in the grader's run
 COURSE_FILES = ("requirements.txt", "pyproject.toml", "nbgrader_config.py", "LICENSE", "LICENSE-CONTENT")
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 EXECUTABLE = 0o100755 << 16  # a zip entry's external attributes: a regular file, rwxr-xr-x
 
 SETUP_SH = """#!/usr/bin/env bash
