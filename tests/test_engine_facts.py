@@ -20,7 +20,7 @@ FACTS = [
     ("notebooks/05_offset_replay.ipynb", "`maxOffsetsPerTrigger` caps the records per micro-batch;",
      "rounds a\nshare below one record *up* to one"),
     # (3) only the legacy FlinkKafkaConsumer kept its offsets in a union list state
-    ("notebooks/07_savepoints_upgrades.ipynb", "(the Kafka source does this with its partition offsets)",
+    ("notebooks/07b_state_as_data.ipynb", "(the Kafka source does this with its partition offsets)",
      "the legacy `FlinkKafkaConsumer`"),
     ("solutions/lab04_checkpoints_exactly_once/lab04_checkpoints_exactly_once.ipynb",
      "offsets (union list state)", "even-split list state"),

@@ -30,10 +30,12 @@ def test_there_are_notebooks():
 
 
 def test_lessons_sort_in_course_order_and_each_names_the_next():
-    """Module 02 is two lessons, 02 and 02b (state expiry), between 02 and 03 in every file listing; each
-    lesson's last cell points to the one after it."""
+    """Modules 02, 04 and 07 are two lessons each (02b state expiry, 04b crashes and sinks, 07b state as data), the
+    second right after the first in every file listing; each lesson's last cell points to the one after it."""
     names = [p.stem for p in NOTEBOOKS]
     assert names.index("02_keyed_state") + 1 == names.index("02b_state_expiry") == names.index("03_state_backends") - 1
+    assert names.index("04_checkpoints_exactly_once") + 1 == names.index("04b_crashes_and_sinks")
+    assert names.index("07_savepoints_upgrades") + 1 == names.index("07b_state_as_data") == len(names) - 1
     for lesson, following in zip(NOTEBOOKS, NOTEBOOKS[1:]):
         last = nbformat.read(lesson, as_version=4).cells[-1].source
         number = following.stem.split("_")[0]
@@ -71,6 +73,16 @@ def test_lesson_code_cells_are_short(path):
     long = {c.id: len(c.source.splitlines()) for c in nb.cells
             if c.cell_type == "code" and len(c.source.splitlines()) > LONGEST_CELL}
     assert not long, f"{path.name}: code cells over {LONGEST_CELL} lines (cell id: lines): {long}"
+
+
+PROSE_WORDS = 1850  # "about 1,800": a lesson with more prose is split in two (as 02/02b, 04/04b, 07/07b) or trimmed
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_lesson_is_a_wall_of_prose(path):
+    """Prose counted as benchmarks/lesson_time.py counts it (Markdown outside fenced blocks, a CJK character a word)."""
+    words = _lesson_time().counts(path)["words"]
+    assert words <= PROSE_WORDS, f"{path.name}: {words} prose words (at most {PROSE_WORDS}): split the lesson or trim it"
 
 
 def _lesson_time():

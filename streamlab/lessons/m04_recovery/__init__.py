@@ -6,6 +6,7 @@
 * ``crashes``: a crash inside the notebook's own driver (``fail_after_batch``, ``run_with_crash``);
 * ``sinks``: sinks that survive a crash (``SqliteSink``, ``TransactionalTopicSink``, ``read_committed``);
 * ``checkpoint_anatomy``: a checkpoint file by file (``explain_checkpoint``, ``batch_timeline``);
+* ``real_time``: Spark's real-time mode tried on a query (``try_real_time``): stateless runs, stateful is refused;
 * ``PrivateBroker``: a Kafka broker of your own to stop under a running query (from the stack).
 """
 from ...stack.private_broker import PrivateBroker
@@ -13,8 +14,10 @@ from .checkpoint_anatomy import batch_timeline, checkpoint_size, explain_checkpo
 from .crashes import CrashRun, InjectedCrash, fail_after_batch, run_with_crash
 from .example_jobs import count_requests, tick
 from .jobs import JobFailed, StreamingJob
+from .real_time import try_real_time
 from .sinks import SqliteSink, TransactionalTopicSink, last_committed_batch, new_store, read_committed
 
 __all__ = ["StreamingJob", "JobFailed", "count_requests", "tick", "fail_after_batch", "run_with_crash",
            "CrashRun", "InjectedCrash", "SqliteSink", "TransactionalTopicSink", "read_committed", "new_store",
-           "last_committed_batch", "explain_checkpoint", "batch_timeline", "checkpoint_size", "PrivateBroker"]
+           "last_committed_batch", "explain_checkpoint", "batch_timeline", "checkpoint_size", "PrivateBroker",
+           "try_real_time"]
