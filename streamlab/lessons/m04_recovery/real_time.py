@@ -7,6 +7,7 @@ and refuses stateful ones (``STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_AL
 """
 from __future__ import annotations
 
+import re
 import time
 
 from ...stack.kafka import bootstrap_servers, end_offsets
@@ -14,8 +15,13 @@ from ..checkpoint import new_checkpoint
 
 
 def _condition(error: BaseException) -> str:
+    """Spark's error condition: the exception's own, else the first one its message names (a failed query's
+    ``StreamingQueryException`` carries the cause's condition only in its text, after ``STREAM_FAILED``)."""
     condition = getattr(error, "getCondition", lambda: None)()
-    return condition or type(error).__name__
+    if condition and condition != "STREAM_FAILED":
+        return condition
+    named = [c for c in re.findall(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", str(error)) if c != "STREAM_FAILED"]
+    return named[0] if named else type(error).__name__
 
 
 def try_real_time(frame, out_topic: str, *, seconds: float = 15, batch: str = "5 seconds") -> str:
