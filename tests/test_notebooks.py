@@ -75,14 +75,16 @@ def test_lesson_code_cells_are_short(path):
     assert not long, f"{path.name}: code cells over {LONGEST_CELL} lines (cell id: lines): {long}"
 
 
-PROSE_WORDS = 1850  # "about 1,800": a lesson with more prose is split in two (as 02/02b, 04/04b, 07/07b) or trimmed
+# "about 1,800": a lesson with more prose is split in two (as 02/02b, 04/04b, 07/07b) or trimmed
+PROSE_WORDS = 1850
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_no_lesson_is_a_wall_of_prose(path):
     """Prose counted as benchmarks/lesson_time.py counts it (Markdown outside fenced blocks, a CJK character a word)."""
     words = _lesson_time().counts(path)["words"]
-    assert words <= PROSE_WORDS, f"{path.name}: {words} prose words (at most {PROSE_WORDS}): split the lesson or trim it"
+    assert words <= PROSE_WORDS, \
+        f"{path.name}: {words} prose words (at most {PROSE_WORDS}): split the lesson or trim it"
 
 
 def _lesson_time():
