@@ -5,14 +5,19 @@ cells left behind — the checkpoint ``lab02-<part>``, the input topic ``lab02-<
 output topic ``lab02-<part>-out`` — and compares the query's output and the state in its checkpoint
 (read with Spark's state data source) with values computed here from the same seeded generators.
 """
+import random
 from collections import Counter
 from datetime import datetime, timedelta
+
+import pandas as pd
 
 from streamlab.grading.hidden_checks import CheckFailed, check
 from streamlab.lessons.m02_keyed_state import clicks, state_variable, state_variables, timers
 
-IDLE_MS = 30_000
-WATERMARK_DELAY = timedelta(seconds=10)
+RESEND_MS = 40_000                             # Part A: no retry is sent later than this after the first send
+DEDUP_WATERMARK_DELAY = timedelta(seconds=2)   # Part A's watermark
+IDLE_MS = 30_000                               # Part C
+WATERMARK_DELAY = timedelta(seconds=10)        # Part C's watermark
 
 
 # ----------------------------------------------------------------------------- shared
@@ -41,9 +46,9 @@ def _output(run, part: str, columns: list[str], batches: set[int]):
     return out
 
 
-def _variable(run, ckpt, name: str, kind: str, *, time_mode: str | None = None):
-    """The state variable ``name`` as a table, after checking that the checkpoint's operator is a
-    transformWithState that declared it with the right type (and time mode)."""
+def _declared(run, ckpt, name: str, kind: str, *, time_mode: str | None = None) -> None:
+    """Fails unless the checkpoint's operator is a transformWithState that declared the state variable
+    ``name`` with the right type (and time mode)."""
     try:
         declared = state_variables(ckpt, run.spark())
     except Exception as err:  # no readable state metadata: not a stateful query's checkpoint
@@ -56,6 +61,11 @@ def _variable(run, ckpt, name: str, kind: str, *, time_mode: str | None = None):
         raise CheckFailed(f"{name!r} is a {found['type'].iloc[0]}, not a {kind}")
     if time_mode and found["time_mode"].iloc[0] != time_mode:
         raise CheckFailed(f"the processor runs with time mode {found['time_mode'].iloc[0]!r}, not {time_mode!r}")
+
+
+def _variable(run, ckpt, name: str, kind: str, *, time_mode: str | None = None):
+    """The state variable ``name`` as a table, after checking that it was declared (``_declared``) and holds rows."""
+    _declared(run, ckpt, name, kind, time_mode=time_mode)
     table = state_variable(ckpt, name, run.spark())
     if table.empty:
         raise CheckFailed(f"the state variable {name!r} is empty")
@@ -68,34 +78,69 @@ def _when(ts: str) -> datetime:
 
 # ----------------------------------------------------------------------------- Part A
 
-def _dedup_input():
-    return clicks(50, seed=21, duplicates=0.3)
+def _dedup_input() -> list[dict]:
+    """The sends of the lab's Part A, made as its locked cell makes them: 60 clicks sent once, about a third of
+    them sent again 10 to 40 s later (a retry: same click, stamped with the time it was sent again), in the
+    order of sending."""
+    sends = clicks(60, seed=52)
+    retries = random.Random(52)
+    for click in [c for c in sends if retries.random() < 0.3]:
+        sent_again = _when(click["ts"]) + timedelta(seconds=retries.randint(10, 40))
+        sends.append(dict(click, ts=sent_again.strftime("%Y-%m-%dT%H:%M:%S.000Z")))
+    sends.sort(key=lambda c: c["ts"])
+    return sends
+
+
+def _first_sends(sends: list[dict]) -> dict[str, dict]:
+    """{event id: its first send}."""
+    first = {}
+    for send in sends:
+        first.setdefault(send["event_id"], send)
+    return first
+
+
+def _dedup_window_open() -> dict[str, datetime]:
+    """{event id: when its re-send window closes} for the ids whose window is still open at the end of the run:
+    a timer at first send + RESEND_MS fires once the watermark has reached it, and the last (data-less) batch
+    runs with the final watermark, the latest send minus the watermark's delay."""
+    sends = _dedup_input()
+    watermark = max(_when(s["ts"]) for s in sends) - DEDUP_WATERMARK_DELAY
+    closes = {e: _when(s["ts"]) + timedelta(milliseconds=RESEND_MS) for e, s in _first_sends(sends).items()}
+    return {e: t for e, t in closes.items() if t > watermark}
 
 
 @check("test_dedup_output")
 def dedup_output(run):
-    events = _dedup_input()
-    ckpt, batches = _ran(run, "dedup", min_batches=3)
-    _variable(run, ckpt, "seen", "ValueState")  # the output came from a processor keeping `seen`
-    out = _output(run, "dedup", ["event_id", "user", "page"], batches)
-    originals = {e["event_id"]: (e["user"], e["page"]) for e in events}
+    first = _first_sends(_dedup_input())
+    ckpt, batches = _ran(run, "dedup", min_batches=4)
+    _declared(run, ckpt, "first_sent", "ValueState")  # the output came from a processor keeping `first_sent`
+    out = _output(run, "dedup", ["event_id", "user", "page", "ts"], batches)
     got = sorted(out["event_id"])
-    assert got == sorted(originals), (f"expected each of the {len(originals)} event ids once in the output; "
-                                      f"got {len(got)} rows for {len(set(got))} ids")
-    assert all(originals[e] == (u, p) for e, u, p in zip(out["event_id"], out["user"], out["page"])), \
+    assert got == sorted(first), (f"expected each of the {len(first)} event ids once in the output; "
+                                  f"got {len(got)} rows for {len(set(got))} ids")
+    assert all((first[e]["user"], first[e]["page"]) == (u, p) for e, u, p in zip(out["event_id"], out["user"],
+                                                                                 out["page"])), \
         "each output click must keep its user and page"
+    sent = pd.to_datetime(out["ts"], utc=True)
+    assert all(pd.Timestamp(first[e]["ts"]) == t for e, t in zip(out["event_id"], sent)), \
+        "each click must be output as first sent: with the `ts` of its first send, not of a retry"
     assert out["batch_id"].nunique() >= 2, "the clicks should be de-duplicated over several micro-batches"
 
 
 @check("test_dedup_state")
 def dedup_state(run):
-    events = _dedup_input()
-    ckpt, _ = _ran(run, "dedup", min_batches=3)
-    state = _variable(run, ckpt, "seen", "ValueState")
+    window_open = _dedup_window_open()
+    ckpt, _ = _ran(run, "dedup", min_batches=4)
+    state = _variable(run, ckpt, "first_sent", "ValueState", time_mode="EventTime")
     if "event_id" not in state.columns:
-        raise CheckFailed(f"`seen` should be keyed by event_id; its columns are {list(state.columns)}")
-    assert sorted(state["event_id"]) == sorted({e["event_id"] for e in events}), \
-        "the `seen` state should hold exactly one row per event id of the input"
+        raise CheckFailed(f"`first_sent` should be keyed by event_id; its columns are {list(state.columns)}")
+    assert sorted(state["event_id"]) == sorted(window_open), \
+        (f"only the {len(window_open)} ids whose re-send window is still open should be remembered in `first_sent`; "
+         f"found {len(state)}")
+    registered = timers(ckpt, run.spark())
+    got = sorted((e, t.to_pydatetime()) for e, t in zip(registered["event_id"], registered["expires_at"]))
+    assert got == sorted(window_open.items()), \
+        "each id still remembered should have exactly one timer, at its first send + RESEND_MS"
 
 
 # ----------------------------------------------------------------------------- Part B

@@ -2,8 +2,9 @@
 each answer into the answer cell with the same grade id of the released notebook).
 
 The pandas form of the processor API (transformWithStateInPandas: rows arrive as pandas DataFrames),
-other state schemas, counting with pandas, a map state iterated instead of looked up, and timers
-moved with the previous timer's time kept in state instead of listTimers(): full marks all the same.
+other state schemas (Part A's keeps the time its id is forgotten and counts the retries), counting with
+pandas, a map state iterated instead of looked up, and timers whose time is kept in state instead of read
+with listTimers(): full marks all the same.
 """
 
 ANSWERS = {
@@ -11,22 +12,31 @@ ANSWERS = {
 import pandas as pd
 
 
-class FirstSeen(StatefulProcessor):
+class RetryFilter(StatefulProcessor):
     def init(self, handle):
-        self.seen = handle.getValueState("seen", "first_offset LONG")
+        self.timers = handle
+        self.first_sent = handle.getValueState("first_sent", "forget_at_ms BIGINT, sends INT")
 
     def handleInputRows(self, key, rows, timerValues):
-        batch = pd.concat(list(rows), ignore_index=True).sort_values("offset")
-        if self.seen.exists():
+        sends = pd.concat(list(rows), ignore_index=True).sort_values(["ts_ms", "offset"])
+        if self.first_sent.exists():
+            forget_at, count = self.first_sent.get()
+            self.first_sent.update((forget_at, count + len(sends)))  # a retry is counted; its timer stays put
             return
-        self.seen.update((int(batch["offset"].iloc[0]),))
-        yield batch[["event_id", "user", "page", "ts"]].head(1)
+        forget_at = int(sends["ts_ms"].iloc[0]) + RESEND_MS
+        self.first_sent.update((forget_at, len(sends)))
+        self.timers.registerTimer(forget_at)
+        yield sends[["event_id", "user", "page", "ts"]].head(1)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        self.first_sent.clear()
+        yield from ()
 
 
 def deduplicate(clicks):
     schema = "event_id STRING, user STRING, page STRING, ts TIMESTAMP"
     return (clicks.groupBy(clicks["event_id"])
-            .transformWithStateInPandas(FirstSeen(), schema, "Append", "None"))
+            .transformWithStateInPandas(RetryFilter(), schema, "Append", "EventTime"))
 ''',
     "pages": '''
 import pandas as pd

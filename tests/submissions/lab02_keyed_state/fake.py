@@ -31,14 +31,20 @@ def _when(ts):
 def _expected(part):
     g = globals()
     if part == "dedup":
-        seen, rows = set(), []
+        first, rows = {}, []
         for i, c in enumerate(g["dup_clicks"]):
-            if c["event_id"] not in seen:
-                seen.add(c["event_id"])
-                rows.append({"batch_id": i // 25, "event_id": c["event_id"], "user": c["user"],
+            if c["event_id"] not in first:
+                first[c["event_id"]] = _when(c["ts"])
+                rows.append({"batch_id": i // 10, "event_id": c["event_id"], "user": c["user"],
                              "page": c["page"], "ts": c["ts"]})
-        state = pd.DataFrame({"event_id": sorted(seen), "seen": True, "partition_id": 0})
-        return rows, state, g["dedup_in"]
+        watermark = max(_when(c["ts"]) for c in g["dup_clicks"]) - timedelta(seconds=2)
+        window = timedelta(milliseconds=RESEND_MS)
+        still = sorted(e for e, t in first.items() if t + window > watermark)
+        state = pd.DataFrame({"event_id": still, "ts_ms": [int(first[e].timestamp() * 1000) for e in still],
+                              "partition_id": 0})
+        timers = pd.DataFrame({"event_id": still, "expires_at": [pd.Timestamp(first[e] + window) for e in still],
+                               "partition_id": 0})
+        return rows, state, timers, g["dedup_in"]
     if part == "pages":
         counts, rows = Counter(), []
         events = g["page_clicks"]
@@ -48,7 +54,7 @@ def _expected(part):
             for u, p in sorted({(c["user"], c["page"]) for c in chunk}):
                 rows.append({"batch_id": b // 20, "user": u, "page": p, "visits": counts[(u, p)]})
         state = pd.DataFrame([{"user": u, "page": p, "visits": n, "partition_id": 0} for (u, p), n in counts.items()])
-        return rows, state, g["pages_in"]
+        return rows, state, None, g["pages_in"]
     events = g["visit_clicks"]
     last = {}
     for c in events:
@@ -60,9 +66,9 @@ def _expected(part):
     rows = [{"batch_id": 1 + i % 2, "user": u, "clicks": per_user[u]} for i, u in enumerate(ended)]
     open_users = sorted(set(last) - set(ended))
     state = pd.DataFrame({"user": open_users, "clicks": [per_user[u] for u in open_users], "partition_id": 0})
-    g["_fake_timers"] = pd.DataFrame({"user": open_users, "partition_id": 0,
-                                      "expires_at": [pd.Timestamp(last[u] + idle) for u in open_users]})
-    return rows, state, g["visits_in"]
+    timers = pd.DataFrame({"user": open_users, "partition_id": 0,
+                           "expires_at": [pd.Timestamp(last[u] + idle) for u in open_users]})
+    return rows, state, timers, g["visits_in"]
 
 
 def _forge_checkpoint(path, topic, batches=3):
@@ -77,28 +83,31 @@ def _forge_checkpoint(path, topic, batches=3):
         (root / "commits" / str(b)).write_text("v1\\n" + json.dumps({"nextBatchWatermarkMs": 0}))
 
 
-_fake_states = {}
+_fake_states, _fake_timers = {}, {}
 
 
 def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_topic=None, **options):
     part = Path(str(checkpoint)).name.split("-")[1]
-    rows, state, topic = _expected(part)
+    rows, state, timers, topic = _expected(part)
     _forge_checkpoint(checkpoint, topic)
-    _fake_states[str(checkpoint)] = state
+    _fake_states[str(checkpoint)], _fake_timers[str(checkpoint)] = state, timers
     producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
     for row in rows:
         producer.send(output_topic, json.dumps(row).encode())
     producer.flush()
     producer.close()
-    return sl.Run(pd.DataFrame(rows), None, [])
+    shown = pd.DataFrame(rows)
+    if "ts" in shown:  # as Spark hands timestamps to pandas: UTC, without a time zone
+        shown["ts"] = pd.to_datetime(shown["ts"], utc=True).dt.tz_convert(None)
+    return sl.Run(shown, None, [])
 
 
 sl.run_to_end = _fake_run_to_end
 sl.m02.state_variable = lambda ckpt, name, spark=None, **options: _fake_states[str(ckpt)]
-sl.m02.timers = lambda ckpt, spark=None, **options: globals()["_fake_timers"]
+sl.m02.timers = lambda ckpt, spark=None, **options: _fake_timers[str(ckpt)]
 
 
-class FirstSeen(StatefulProcessor):
+class RetryFilter(StatefulProcessor):
     def init(self, handle):
         pass
 

@@ -8,19 +8,25 @@ EXPECTED_SCORE = 6
 
 ANSWERS = {
     "dedup": '''
-class FirstSeen(StatefulProcessor):
+class RetryFilter(StatefulProcessor):
     def init(self, handle):
-        self.seen = handle.getValueState("seen", "seen BOOLEAN")
+        self.handle = handle
+        self.first_sent = handle.getValueState("first_sent", "at_ms LONG")
 
     def handleInputRows(self, key, rows, timerValues):
-        if not self.seen.exists():
-            self.seen.update((True,))
-            row = next(rows)
+        if not self.first_sent.exists():
+            row = sorted(rows, key=lambda r: r.ts)[0]
+            self.first_sent.update((row.ts_ms,))
+            self.handle.registerTimer(row.ts_ms + RESEND_MS)
             yield Row(event_id=row.event_id, user=row.user, page=row.page, ts=row.ts)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        self.first_sent.clear()
+        return iter([])
 
 
 def deduplicate(clicks):
-    return clicks.groupBy("event_id").transformWithState(FirstSeen(), sl.m02.CLICK_SCHEMA, "Append", "None")
+    return clicks.groupBy("event_id").transformWithState(RetryFilter(), sl.m02.CLICK_SCHEMA, "Append", "EventTime")
 ''',
     "pages": '''
 class PageCounts(StatefulProcessor):
