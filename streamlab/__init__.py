@@ -45,7 +45,7 @@ from .lessons.events import (
     offset_reports,
     timed_events,
 )
-from .lessons.runs import WAIT_S, Run, catch_up, latest, progress_table, run_to_end
+from .lessons.runs import WAIT_S, Run, catch_up, error_class, latest, progress_table, run_to_end
 from .lessons.streams import BatchCollector, kafka_stream, kafka_table, write_batch_to_topic
 from .stack.doctor import run_checks
 from .stack.kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
@@ -57,7 +57,7 @@ __all__ = [
     "end_offsets", "read_topic",
     # streams and runs
     "kafka_stream", "kafka_table", "BatchCollector", "write_batch_to_topic", "run_to_end", "catch_up", "latest",
-    "progress_table", "Run", "WAIT_S",
+    "progress_table", "Run", "WAIT_S", "error_class",
     # checkpoints
     "new_checkpoint", "Checkpoint",
     # seeded events

@@ -14,9 +14,12 @@ never passes for a finished one.
 
     query = counts.writeStream....start()  # a query you keep running
     sl.catch_up(query)                     # returns when it has processed everything there is now
+
+    except Exception as error: sl.error_class(error)   # why Spark refused: 'STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE'
 """
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +28,23 @@ from .streams import BatchCollector
 
 WAIT_S = 120
 """The longest any helper waits for a query, in seconds (override with ``timeout_s=``)."""
+
+_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+
+
+def error_class(error) -> str:
+    """The most specific Spark error class in an exception: for a query that failed with
+    ``[STREAM_FAILED] ... [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] ...`` it is the second one.
+    Falls back to the exception's own condition, then its type name."""
+    found = [c for c in _CLASS.findall(str(error)) if c != "STREAM_FAILED"]
+    if found:
+        return found[0]
+    condition = getattr(error, "getCondition", None)
+    try:
+        name = condition() if callable(condition) else None
+    except Exception:  # some pyspark errors have no condition
+        name = None
+    return name or type(error).__name__
 
 
 @dataclass

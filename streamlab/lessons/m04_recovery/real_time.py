@@ -7,21 +7,11 @@ and refuses stateful ones (``STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_AL
 """
 from __future__ import annotations
 
-import re
 import time
 
 from ...stack.kafka import bootstrap_servers, end_offsets
 from ..checkpoint import new_checkpoint
-
-
-def _condition(error: BaseException) -> str:
-    """Spark's error condition: the exception's own, else the first one its message names (a failed query's
-    ``StreamingQueryException`` carries the cause's condition only in its text, after ``STREAM_FAILED``)."""
-    condition = getattr(error, "getCondition", lambda: None)()
-    if condition and condition != "STREAM_FAILED":
-        return condition
-    named = [c for c in re.findall(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", str(error)) if c != "STREAM_FAILED"]
-    return named[0] if named else type(error).__name__
+from ..runs import error_class
 
 
 def try_real_time(frame, out_topic: str, *, seconds: float = 15, batch: str = "5 seconds") -> str:
@@ -39,12 +29,12 @@ def try_real_time(frame, out_topic: str, *, seconds: float = 15, batch: str = "5
     try:
         query = writer.start()
     except Exception as refusal:  # some plans are refused before the query starts
-        return f"refused: {_condition(refusal)}"
+        return f"refused: {error_class(refusal)}"
     try:
         while time.monotonic() - started < seconds:
             if not query.isActive:
                 error = query.exception()
-                return f"refused: {_condition(error)}" if error else "stopped by itself"
+                return f"refused: {error_class(error)}" if error else "stopped by itself"
             written = sum(end_offsets(out_topic).values())
             if written and checkpoint.last_committed_batch() is not None:
                 return f"ran: {written} records out after {time.monotonic() - started:.1f} s"

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...stack.session import spark as get_spark
 from ..checkpoint import Checkpoint
-from ..runs import WAIT_S, run_to_end
+from ..runs import WAIT_S, error_class, run_to_end
 from .savepoints import recorded_conf, take_savepoint
 
 
@@ -78,24 +78,6 @@ def changes_table(outcomes) -> Any:
                           "batches run": o.batches_run,
                           "provider (checkpoint)": o.conf_after.get("providerClass"),
                           "partitions (checkpoint)": o.conf_after.get("partitions")} for o in outcomes])
-
-
-_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
-
-
-def error_class(error) -> str:
-    """The most specific Spark error class in an exception: for a query that failed with
-    ``[STREAM_FAILED] ... [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] ...`` it is the second one.
-    Falls back to the exception's own condition, then its type name."""
-    found = [c for c in _CLASS.findall(str(error)) if c != "STREAM_FAILED"]
-    if found:
-        return found[0]
-    condition = getattr(error, "getCondition", None)
-    try:
-        name = condition() if callable(condition) else None
-    except Exception:  # some pyspark errors have no condition
-        name = None
-    return name or type(error).__name__
 
 
 def _batches_since(ckpt: Checkpoint, before: int | None) -> int:
