@@ -5,7 +5,6 @@ cells left behind — the checkpoint ``lab02-<part>``, the input topic ``lab02-<
 output topic ``lab02-<part>-out`` — and compares the query's output and the state in its checkpoint
 (read with Spark's state data source) with values computed here from the same seeded generators.
 """
-import random
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -82,13 +81,7 @@ def _dedup_input() -> list[dict]:
     """The sends of the lab's Part A, made as its locked cell makes them: 60 clicks sent once, about a third of
     them sent again 10 to 40 s later (a retry: same click, stamped with the time it was sent again), in the
     order of sending."""
-    sends = clicks(60, seed=52)
-    retries = random.Random(52)
-    for click in [c for c in sends if retries.random() < 0.3]:
-        sent_again = _when(click["ts"]) + timedelta(seconds=retries.randint(10, 40))
-        sends.append(dict(click, ts=sent_again.strftime("%Y-%m-%dT%H:%M:%S.000Z")))
-    sends.sort(key=lambda c: c["ts"])
-    return sends
+    return clicks(60, seed=52, resent=0.3, resent_after_s=(10, 40))
 
 
 def _first_sends(sends: list[dict]) -> dict[str, dict]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import random
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..stack.session import spark as new_session
@@ -35,7 +35,8 @@ READING_SCHEMA = "sensor STRING, value DOUBLE, ts TIMESTAMP, spike BOOLEAN"
 PAGES = ("/home", "/search", "/product", "/cart", "/checkout")
 
 
-def clicks(n: int = 60, *, seed: int = 42, duplicates: float = 0.0, active_users: int = 3,
+def clicks(n: int = 60, *, seed: int = 42, duplicates: float = 0.0, resent: float = 0.0,
+           resent_after_s: tuple[int, int] = (10, 40), active_users: int = 3,
            clicks_per_user: tuple[int, int] = (2, 6), gap_s: tuple[int, int] = (1, 5),
            pages=PAGES) -> list[dict]:
     """``n`` clicks of users browsing a shop: {"event_id", "user", "page", "ts"}, in event-time order.
@@ -45,7 +46,9 @@ def clicks(n: int = 60, *, seed: int = 42, duplicates: float = 0.0, active_users
     ``u01``, ...) arrives. So old users go idle while new ones keep coming: state that is never
     cleared grows with every user ever seen. ``duplicates`` is the share of clicks that are sent
     a second time a few records later (same ``event_id``, same content), as an at-least-once
-    producer does when it retries.
+    producer does when it retries. ``resent`` is the share of clicks sent again later in event time,
+    ``resent_after_s`` seconds after the first send and stamped with the time of that send (same
+    ``event_id``, a later ``ts``); the list is then in the order of sending.
     """
     rng = random.Random(seed)
     weights = [1 / (rank + 1) for rank in range(len(pages))]
@@ -69,6 +72,8 @@ def clicks(n: int = 60, *, seed: int = 42, duplicates: float = 0.0, active_users
         user[1] -= 1
         if user[1] == 0:
             browsing[slot] = arrive()
+    if resent:
+        events = _resend(events, random.Random(seed), resent, resent_after_s)
     if not duplicates:
         return events
     placed = [(float(i), event) for i, event in enumerate(events)]
@@ -76,6 +81,15 @@ def clicks(n: int = 60, *, seed: int = 42, duplicates: float = 0.0, active_users
         if rng.random() < duplicates:
             placed.append((i + rng.uniform(0.5, 3.5), dict(event)))
     return [event for _, event in sorted(placed, key=lambda pair: pair[0])]
+
+
+def _resend(events: list[dict], rng: random.Random, share: float, after_s: tuple[int, int]) -> list[dict]:
+    """``events`` and, for about ``share`` of them, a later send ``after_s`` seconds on, in the order of sending."""
+    sends = list(events)
+    for event in [e for e in events if rng.random() < share]:
+        sent_again = datetime.fromisoformat(event["ts"]) + timedelta(seconds=rng.randint(*after_s))
+        sends.append(dict(event, ts=_iso(sent_again)))
+    return sorted(sends, key=lambda send: send["ts"])
 
 
 def sensor_readings(n: int = 60, *, seed: int = 42, sensors=("s1", "s2", "s3"), spikes: float = 0.08,

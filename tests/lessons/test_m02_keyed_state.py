@@ -42,6 +42,21 @@ def test_duplicates_are_exact_copies_sent_a_little_later():
         assert i - first[e["event_id"]] <= 8, "a copy arrives within a few records of the original"
 
 
+def test_resent_clicks_are_later_sends_of_the_same_click_in_the_order_of_sending():
+    clean = sl.m02.clicks(60, seed=52)
+    sends = sl.m02.clicks(60, seed=52, resent=0.3, resent_after_s=(10, 40))
+    assert sends == sl.m02.clicks(60, seed=52, resent=0.3, resent_after_s=(10, 40))
+    times = [_when(s["ts"]) for s in sends]
+    assert times == sorted(times), "in the order of sending"
+    first = {e["event_id"]: e for e in clean}
+    again = [s for s in sends if s != first[s["event_id"]]]
+    assert len(sends) == len(clean) + len(again) and 10 <= len(again) <= 30
+    for send in again:
+        original = first[send["event_id"]]
+        assert {k: v for k, v in send.items() if k != "ts"} == {k: v for k, v in original.items() if k != "ts"}
+        assert 10 <= (_when(send["ts"]) - _when(original["ts"])).total_seconds() <= 40
+
+
 def test_sensor_readings_flag_their_spikes():
     readings = sl.m02.sensor_readings(60, seed=3)
     assert readings == sl.m02.sensor_readings(60, seed=3)
