@@ -21,9 +21,15 @@ WATERMARK_DELAY = timedelta(seconds=10)        # Part C's watermark
 
 # ----------------------------------------------------------------------------- shared
 
-def _ran(run, part: str, *, min_batches: int = 2):
-    """The part's checkpoint, after checking that a Spark query wrote it, read the whole input
-    topic, and committed at least ``min_batches`` micro-batches."""
+def _ran(run, part: str, sent: list[dict], *, min_batches: int = 2):
+    """The part's checkpoint, after checking that the input topic holds exactly the lab's input ``sent``, in
+    order (a submission that changes what its locked cell sends, e.g. drops Part A's retries, would make a
+    wrong answer look right), and that a Spark query wrote the checkpoint, read the whole topic, and
+    committed at least ``min_batches`` micro-batches."""
+    records = sorted(run.records(f"lab02-{part}-in", limit=len(sent)), key=lambda r: (r["partition"], r["offset"]))
+    if [r["value"] for r in records] != sent:
+        raise CheckFailed(f"the input topic 'lab02-{part}-in' does not hold the lab's {len(sent)} clicks, in order "
+                          f"(it holds {len(records)} records): the part must run on the lab's own input")
     ckpt = run.checkpoint(f"lab02-{part}")
     run.require_reached_end(ckpt, f"lab02-{part}-in")
     batches = ckpt.commits()["batch"].tolist()
@@ -104,8 +110,9 @@ def _dedup_window_open() -> dict[str, datetime]:
 
 @check("test_dedup_output")
 def dedup_output(run):
-    first = _first_sends(_dedup_input())
-    ckpt, batches = _ran(run, "dedup", min_batches=4)
+    sends = _dedup_input()
+    first = _first_sends(sends)
+    ckpt, batches = _ran(run, "dedup", sends, min_batches=4)
     _declared(run, ckpt, "first_sent", "ValueState")  # the output came from a processor keeping `first_sent`
     out = _output(run, "dedup", ["event_id", "user", "page", "ts"], batches)
     got = sorted(out["event_id"])
@@ -123,7 +130,7 @@ def dedup_output(run):
 @check("test_dedup_state")
 def dedup_state(run):
     window_open = _dedup_window_open()
-    ckpt, _ = _ran(run, "dedup", min_batches=4)
+    ckpt, _ = _ran(run, "dedup", _dedup_input(), min_batches=4)
     state = _variable(run, ckpt, "first_sent", "ValueState", time_mode="EventTime")
     if "event_id" not in state.columns:
         raise CheckFailed(f"`first_sent` should be keyed by event_id; its columns are {list(state.columns)}")
@@ -152,7 +159,7 @@ def _batch_ends(ckpt, topic: str) -> dict[int, int]:
 @check("test_pages_output")
 def pages_output(run):
     events = _pages_input()
-    ckpt, batches = _ran(run, "pages", min_batches=3)
+    ckpt, batches = _ran(run, "pages", events, min_batches=3)
     _variable(run, ckpt, "page_counts", "MapState")
     out = _output(run, "pages", ["user", "page", "visits"], batches)
     ends = _batch_ends(ckpt, run.topic("lab02-pages-in"))
@@ -171,7 +178,7 @@ def pages_output(run):
 @check("test_pages_state")
 def pages_state(run):
     events = _pages_input()
-    ckpt, _ = _ran(run, "pages", min_batches=3)
+    ckpt, _ = _ran(run, "pages", events, min_batches=3)
     state = _variable(run, ckpt, "page_counts", "MapState")
     value_columns = [c for c in state.columns if c not in ("user", "page", "partition_id")]
     if "user" not in state.columns or "page" not in state.columns or len(value_columns) != 1:
@@ -183,11 +190,15 @@ def pages_state(run):
 
 # ----------------------------------------------------------------------------- Part C
 
+def _visits_input():
+    return clicks(60, seed=38)
+
+
 def _visits_expected():
     """(ended visits {user: clicks}, users still browsing {user: timer time}) for the lab's input:
     every visit ends IDLE_MS after its last click once the final watermark has passed it (the
     input's clicks of one user are never IDLE_MS apart, so each user has one visit)."""
-    events = clicks(60, seed=38)
+    events = _visits_input()
     last = {}
     for e in events:
         last[e["user"]] = max(last.get(e["user"], _when(e["ts"])), _when(e["ts"]))
@@ -202,7 +213,7 @@ def _visits_expected():
 @check("test_visits_closed")
 def visits_closed(run):
     ended, _ = _visits_expected()
-    ckpt, batches = _ran(run, "visits", min_batches=3)
+    ckpt, batches = _ran(run, "visits", _visits_input(), min_batches=3)
     _variable(run, ckpt, "visit", "ValueState", time_mode="EventTime")
     out = _output(run, "visits", ["user", "clicks"], batches)
     got = sorted(zip(out["user"], (int(c) for c in out["clicks"])))
@@ -214,7 +225,7 @@ def visits_closed(run):
 @check("test_visits_state")
 def visits_state(run):
     _, browsing = _visits_expected()
-    ckpt, _ = _ran(run, "visits", min_batches=3)
+    ckpt, _ = _ran(run, "visits", _visits_input(), min_batches=3)
     state = _variable(run, ckpt, "visit", "ValueState", time_mode="EventTime")
     if "user" not in state.columns:
         raise CheckFailed(f"`visit` should be keyed by user; its columns are {list(state.columns)}")

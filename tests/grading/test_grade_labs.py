@@ -9,6 +9,8 @@ its notebooks and ``tests/submissions/<lab>/``):
     m_numpy             the alternative, its functions returning numpy numbers and booleans -> full marks
     k_partial           some parts solved (partial.py) -> its EXPECTED_SCORE
     l_fake              solves nothing, fakes every result from inside the kernel (fake.py) -> 0
+    n_rewired           where a lab has one (rewired.py): a wrong answer made to look right by changing the
+                        lab's own input from inside the kernel -> its EXPECTED_SCORE (0)
 
 **Lab 01** also carries every kind of submission the grader must survive (the robustness run):
 
@@ -193,12 +195,20 @@ def _numpy_alternative(lab: str):
     return nb
 
 
+def _forgers(lab: str) -> list[str]:
+    """The submissions of ``lab`` that must get nothing for what they forged: the fake, and a rewired input."""
+    return ["l_fake"] + (["n_rewired"] if (SUBMISSIONS_DIR / lab / "rewired.py").exists() else [])
+
+
 def build_outcome_submissions(lab: str) -> dict:
-    """The six submissions every lab is graded on."""
-    return {"e_reference": _reference(lab), "f_blank": _released(lab),
-            "d_alternative": _alternative(lab), "m_numpy": _numpy_alternative(lab),
-            "k_partial": _answered(lab, _variant(lab, "partial").ANSWERS),
-            "l_fake": _answered(lab, _variant(lab, "fake").ANSWERS)}
+    """The six submissions every lab is graded on, and its rewired input where it has one."""
+    notebooks = {"e_reference": _reference(lab), "f_blank": _released(lab),
+                 "d_alternative": _alternative(lab), "m_numpy": _numpy_alternative(lab),
+                 "k_partial": _answered(lab, _variant(lab, "partial").ANSWERS),
+                 "l_fake": _answered(lab, _variant(lab, "fake").ANSWERS)}
+    if "n_rewired" in _forgers(lab):
+        notebooks["n_rewired"] = _answered(lab, _variant(lab, "rewired").ANSWERS)
+    return notebooks
 
 
 def build_submissions(lab: str, folder: Path) -> dict[str, Path]:
@@ -395,10 +405,13 @@ def test_partial_solution_gets_partial_marks(graded):
 
 
 def test_faked_results_get_zero(graded):
-    """The fake solves nothing and fakes results inside its kernel: the grader's own checks say no."""
-    row = _row(graded, "l_fake")
-    assert (row["status"], float(row["score"])) == ("graded", 0.0), row
-    assert "not confirmed by the grader's checks" in row["detail"], row
+    """The fake solves nothing and fakes results inside its kernel; a rewired input (where a lab has one) makes a
+    wrong answer look right by changing what its locked cells send: the grader's own checks say no to both."""
+    for name in _forgers(graded["lab"]):
+        expected = float(_variant(graded["lab"], name[2:]).EXPECTED_SCORE)
+        row = _row(graded, name)
+        assert (row["status"], float(row["score"])) == ("graded", expected), row
+        assert "not confirmed by the grader's checks" in row["detail"], row
 
 
 def test_tampered_tests_are_graded_by_the_original_tests(robust):
