@@ -10,7 +10,7 @@ its notebooks and ``tests/submissions/<lab>/``):
     k_partial           some parts solved (partial.py) -> its EXPECTED_SCORE
     l_fake              solves nothing, fakes every result from inside the kernel (fake.py) -> 0
     n_rewired           where a lab has one (rewired.py): a wrong answer made to look right by changing the
-                        lab's own input from inside the kernel -> its EXPECTED_SCORE (0)
+                        lab's own input from inside the kernel -> 0
 
 **Lab 01** also carries every kind of submission the grader must survive (the robustness run):
 
@@ -408,9 +408,8 @@ def test_faked_results_get_zero(graded):
     """The fake solves nothing and fakes results inside its kernel; a rewired input (where a lab has one) makes a
     wrong answer look right by changing what its locked cells send: the grader's own checks say no to both."""
     for name in _forgers(graded["lab"]):
-        expected = float(_variant(graded["lab"], name[2:]).EXPECTED_SCORE)
         row = _row(graded, name)
-        assert (row["status"], float(row["score"])) == ("graded", expected), row
+        assert (row["status"], float(row["score"])) == ("graded", 0.0), row
         assert "not confirmed by the grader's checks" in row["detail"], row
 
 

@@ -8,8 +8,6 @@ got Part A's output point (1/10, measured with ``streamlab grade``). Now every p
 input topic with the lab's input, computed from the seeded generator: 0.
 """
 
-EXPECTED_SCORE = 0
-
 ANSWERS = {
     "dedup": '''
 _real_produce = sl.produce
