@@ -12,6 +12,7 @@ The basics, which every lesson uses::
     run = sl.run_to_end(events.groupBy("path").count(), output_mode="update", checkpoint=ckpt)
     sl.latest(run.rows, "path")               # {path: latest count}
     ckpt.state_dict()                         # {path: count}, read from the state store
+    sl.run_to_end(..., watch=True)            # the query's state drawn batch by batch (sl.watch)
     sl.doctor()                               # is everything the course needs here?
 
 Then each lesson's own helpers, under the lesson's number::
@@ -47,6 +48,7 @@ from .lessons.events import (
 )
 from .lessons.runs import WAIT_S, Run, catch_up, error_class, latest, progress_table, run_to_end
 from .lessons.streams import BatchCollector, kafka_stream, kafka_table, write_batch_to_topic
+from .lessons.watch import StateWatch, watch
 from .stack.doctor import run_checks
 from .stack.kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
 from .stack.session import spark, stop_all_queries
@@ -58,6 +60,8 @@ __all__ = [
     # streams and runs
     "kafka_stream", "kafka_table", "BatchCollector", "write_batch_to_topic", "run_to_end", "catch_up", "latest",
     "progress_table", "Run", "WAIT_S", "error_class",
+    # watching state change
+    "watch", "StateWatch",
     # checkpoints
     "new_checkpoint", "Checkpoint",
     # seeded events

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .streams import BatchCollector
+from .watch import watch as watch_query
 
 WAIT_S = 120
 """The longest any helper waits for a query, in seconds (override with ``timeout_s=``)."""
@@ -55,6 +56,7 @@ class Run:
     progress: dict | None                                # the last micro-batch's progress
     progresses: list[dict] = field(default_factory=list)  # every micro-batch's, oldest first
     query_id: str | None = None
+    watch: Any = None                                    # the StateWatch, when run with watch=True
 
     def __iter__(self):  # rows, progress = run_to_end(...) also works
         return iter((self.rows, self.progress))
@@ -62,7 +64,7 @@ class Run:
 
 def run_to_end(frame, *, output_mode: str = "append", checkpoint=None, timeout_s: float = WAIT_S,
                query_name: str | None = None, output_topic: str | None = None, foreach_batch=None,
-               **options) -> Run:
+               watch: bool = False, watch_key=None, **options) -> Run:
     """Run the streaming DataFrame ``frame`` over everything its source holds now, then stop.
 
     The rows go to a ``BatchCollector`` through ``foreachBatch`` (so it works in every output mode
@@ -70,6 +72,8 @@ def run_to_end(frame, *, output_mode: str = "append", checkpoint=None, timeout_s
     passed to the writer (e.g. ``maxOffsetsPerTrigger`` belongs on the reader, not here).
     ``output_topic``: also write every batch's rows to this Kafka topic (see ``BatchCollector``).
     ``foreach_batch``: a function ``f(batch_df, batch_id)`` of yours, called for every batch too.
+    ``watch=True``: draw the run's state batch by batch as it runs (``sl.watch``; ``run.watch`` keeps the
+    view), and ``watch_key=``: follow that key's state too (implies ``watch``).
     Raises ``TimeoutError`` if the query is not done within ``timeout_s`` seconds, and the query's
     own exception if it fails.
     """
@@ -92,6 +96,9 @@ def run_to_end(frame, *, output_mode: str = "append", checkpoint=None, timeout_s
     for key, value in options.items():
         writer = writer.option(key, value)
     query = writer.start()
+    view = None
+    if watch or watch_key is not None:
+        view = watch_query(query, checkpoint, key=watch_key, output_rows=collect.rows_in)
     try:
         finished = query.awaitTermination(timeout_s)
         if not finished:
@@ -99,7 +106,9 @@ def run_to_end(frame, *, output_mode: str = "append", checkpoint=None, timeout_s
                                f"(it was stopped; its output so far is incomplete)")
     finally:
         query.stop()
-    return Run(collect.frame(), query.lastProgress, list(query.recentProgress), str(query.id))
+        if view is not None:
+            view.wait()
+    return Run(collect.frame(), query.lastProgress, list(query.recentProgress), str(query.id), view)
 
 
 def catch_up(query, timeout_s: float = WAIT_S) -> None:

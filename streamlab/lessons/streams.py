@@ -87,6 +87,11 @@ class BatchCollector:
         columns = ["batch_id"] + [c for c in frame.columns if c != "batch_id"]
         return frame[columns].reset_index(drop=True)
 
+    def rows_in(self, batch_id: int) -> int:
+        """How many rows batch ``batch_id`` output."""
+        with self._lock:
+            return sum(1 for row in self._rows if row["batch_id"] == batch_id)
+
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()

@@ -65,6 +65,12 @@ def spark(state_store: str | None = None, *, app_name: str = "streamlab", **conf
     }
     remote = os.environ.get("SPARK_REMOTE")
     active = SparkSession.getActiveSession()
+    if active is None and not remote:
+        # The JVM keeps the active session per thread: in a thread of our own (``sl.watch``) there is none, and
+        # the builder below would re-apply the defaults (the HDFS state store) to the running session.
+        made = getattr(SparkSession, "_instantiatedSession", None)
+        if made is not None and getattr(made.sparkContext, "_jsc", None) is not None:
+            active = made
     if active is None:
         builder = SparkSession.builder.appName(app_name)
         if remote:
