@@ -6,6 +6,7 @@ Any error in any cell fails the test, and so does a cell that runs longer than C
 """
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from streamlab.site import executed
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = executed.lessons(ROOT)
+WATCHES = re.compile(r"watch=True|watch_key=|sl\.watch\(")   # a cell that draws a query with sl.watch
 CELL_TIMEOUT = executed.CELL_TIMEOUT
 
 
@@ -150,6 +152,11 @@ def test_notebook_runs(path, kafka_bootstrap, record_property):
     assert not [o for o in outputs if o.output_type == "error"]
     noise = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
     assert not noise, f"JVM or library noise in the lesson's cells: {noise}"
+    watched = [c for c in nb.cells if c.cell_type == "code" and WATCHES.search(c.source)]
+    for cell in watched:  # sl.watch's view stays in the notebook as a picture of the stopped query
+        views = [o for o in cell.outputs if o.get("metadata", {}).get("streamlab", {}).get("view") == "state-watch"]
+        assert views, f"no state view in the output of: {cell.source[:80]}"
+        assert all(o.data["image/png"] and ", stopped)" in o.data["text/plain"] for o in views), cell.source[:80]
     executed.save(nb, path)  # the site is built from this copy: the lesson is not executed again
 
 

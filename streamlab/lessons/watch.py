@@ -37,6 +37,7 @@ import json
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from ..stack.session import spark as get_spark
@@ -93,7 +94,7 @@ class StateWatch:
                            else Checkpoint(checkpoint))
         self.key = key
         self.state_var = state_var
-        self.name = getattr(query, "name", None) or "query"
+        self.name = getattr(query, "name", None) or _checkpoint_name(self.checkpoint) or "query"
         self._spark = spark if spark is not None else get_spark()   # taken here, in the caller's thread
         self._reader_session = None
         self._output_rows = output_rows
@@ -154,6 +155,10 @@ class StateWatch:
         batch = progress["batchId"]
         ops = progress.get("stateOperators") or []
         event_time = progress.get("eventTime") or {}
+        if not self.batches and batch > 0:
+            # A query restarted from its checkpoint: what it restored is the state as of the batch before.
+            self._previous = self._state_as_of(batch - 1)
+            self._previous_timers = self._timers_as_of(batch - 1)
         values = self._state_as_of(batch)
         watermark_ms = _epoch_ms(event_time.get("watermark"))
         timers = self._timers_as_of(batch)
@@ -296,7 +301,7 @@ class StateWatch:
             state_ax.plot(batches, table["state_keys"], "k.-", label="keys in state")
         elif table["state_rows"].notna().any():
             state_ax.plot(batches, table["state_rows"], "k.-", label="state rows (Spark's count)")
-        if table["timers_pending"].notna().any():
+        if table["timers_pending"].fillna(0).any():
             state_ax.plot(batches, table["timers_pending"], ".--", color="tab:purple", label="timers registered")
             due = table[table["timers_due"].fillna(0) > 0]
             if len(due):
@@ -373,6 +378,15 @@ def _display_handle(view: StateWatch):
         return None
     bundle, metadata = view._repr_mimebundle_()
     return _Handle(display(bundle, metadata=metadata, raw=True, display_id=True))
+
+
+def _checkpoint_name(checkpoint) -> str | None:
+    """``visits-cleanup`` for a checkpoint made by ``sl.new_checkpoint("visits-cleanup")``."""
+    if checkpoint is None:
+        return None
+    name = Path(str(checkpoint)).name
+    stem, _, suffix = name.rpartition("-")
+    return stem if stem and len(suffix) == 6 and all(c in "0123456789abcdef" for c in suffix) else name
 
 
 def _epoch_ms(text):

@@ -196,3 +196,9 @@ def test_keys_added_updated_and_removed_agree_with_the_change_feed(spark):
         held.update(written)
         for key in deleted:
             held.pop(key, None)
+
+
+def test_a_restarted_query_starts_from_the_state_it_restored():
+    states = {2: {"/api/a": 3, "/api/b": 1}, 3: {"/api/a": 4, "/api/b": 1, "/api/c": 1}}
+    view = _watched([_progress(3, 2)], states)
+    assert view.table()[["added", "updated", "removed"]].values.tolist() == [[1, 1, 0]]

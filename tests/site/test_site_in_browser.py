@@ -52,7 +52,8 @@ LOOK = """(async () => {
       img => img.complete ? null : new Promise(r => { img.onload = img.onerror = r; })));
   return {
     title: document.title,
-    images: [...document.images].map(img => ({src: img.src.slice(0, 60), loaded: img.complete && img.naturalWidth > 0,
+    images: [...document.images].map(img => ({src: img.src.slice(0, 60), alt: img.alt,
+                                              loaded: img.complete && img.naturalWidth > 0,
                                               width: img.getBoundingClientRect().width,
                                               height: img.getBoundingClientRect().height})),
     mermaid: [...document.querySelectorAll('pre.mermaid')].map(p => {
@@ -151,6 +152,16 @@ def test_the_lessons_show_their_outputs(seen):
     assert len(lessons) == 8
     assert sum(len(v["images"]) for v in lessons.values()) >= 3, "the lessons' plots"
     assert all("dataframe" in v["html"] or "<table" in v["html"] for n, v in lessons.items() if n != "00_setup.html")
+
+
+def test_the_lessons_that_watch_a_query_show_its_state_view(seen):
+    """A lesson that draws a query with sl.watch keeps the view on its page, as a picture that is drawn."""
+    watching = [p for p in executed.lessons(ROOT) if re.search(r"watch=True|watch_key=|sl\.watch\(", p.read_text())]
+    assert watching, "no lesson uses sl.watch"
+    for notebook in watching:
+        views = [img for img in seen["pages"][f"{notebook.stem}.html"]["images"]
+                 if img["alt"].startswith("state watch")]
+        assert views and all(img["loaded"] and img["width"] > 100 for img in views), notebook.name
 
 
 def _hidden_and_solution_lines() -> list[str]:

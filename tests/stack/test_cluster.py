@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -184,6 +185,10 @@ def test_notebook_runs_unchanged_on_the_cluster(name, cluster, kafka_bootstrap, 
     assert not [o for o in outputs if o.output_type == "error"]
     noise = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
     assert not noise, f"JVM or library noise in the lesson's cells: {noise}"
+    views = [o for o in outputs if o.get("metadata", {}).get("streamlab", {}).get("view") == "state-watch"]
+    if name == "01_stateless_vs_stateful":  # sl.watch read the state as of each batch through the cluster
+        assert views and all(", stopped)" in o.data["text/plain"] and o.data["image/png"] for o in views)
+        assert re.search(r"added\s+updated\s+removed", views[-1].data["text/plain"])
 
     line = next(line for o in nb.cells[-1].outputs if o.output_type == "stream"
                 for line in o.text.splitlines() if line.startswith("CLUSTER-CHECK "))
