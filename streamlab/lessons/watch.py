@@ -247,10 +247,8 @@ class StateWatch:
         # A session of its own (same SparkContext): the state reader, run while a query runs, can leave the
         # session's state-store setting changed (seen on pyspark 4.2.1: the next query of the learner's
         # session then ran on the HDFS provider), so it never runs in the learner's session.
-        from .checkpoint import _spark
-
         if self._reader_session is None:
-            self._reader_session = _spark(_spark(self._spark).newSession())
+            self._reader_session = self._spark.newSession()
         return self._reader_session
 
     # ------------------------------------------------------------------ what a learner reads
@@ -321,7 +319,12 @@ class StateWatch:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
         axes[-1].set_xlabel("micro-batch")
-        axes[-1].xaxis.get_major_locator().set_params(integer=True)
+        if batches:
+            axes[-1].set_xlim(min(batches) - 0.6, max(batches) + 0.6)
+            if len(batches) <= 25:
+                axes[-1].set_xticks(batches)
+            else:
+                axes[-1].xaxis.get_major_locator().set_params(integer=True)
         status = "running" if self.query.isActive else "stopped"
         fig.suptitle(f"{self.name}: {len(batches)} micro-batches ({status})", fontsize=10)
         return fig
