@@ -18,7 +18,13 @@ from streamlab.site import executed
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = executed.lessons(ROOT)
-WATCHES = re.compile(r"watch=True|watch_key=|sl\.watch\(")   # a cell that draws a query with sl.watch
+WATCHES = re.compile(r"watch=True|watch_key=|sl\.watch\(")
+
+
+def draws_a_state_view(cell) -> bool:
+    """A lesson cell that draws a query's state with sl.watch (not one that only reads it, show=False)."""
+    return cell.cell_type == "code" and bool(WATCHES.search(cell.source)) and "show=False" not in cell.source
+
 CELL_TIMEOUT = executed.CELL_TIMEOUT
 
 
@@ -152,7 +158,7 @@ def test_notebook_runs(path, kafka_bootstrap, record_property):
     assert not [o for o in outputs if o.output_type == "error"]
     noise = [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
     assert not noise, f"JVM or library noise in the lesson's cells: {noise}"
-    watched = [c for c in nb.cells if c.cell_type == "code" and WATCHES.search(c.source)]
+    watched = [c for c in nb.cells if draws_a_state_view(c)]
     for cell in watched:  # sl.watch's view stays in the notebook as a picture of the stopped query
         views = [o for o in cell.outputs if o.get("metadata", {}).get("streamlab", {}).get("view") == "state-watch"]
         assert views, f"no state view in the output of: {cell.source[:80]}"

@@ -99,6 +99,22 @@ class Checkpoint:
             table[column] = pd.to_datetime(table[column], unit="ms", utc=True)
         return table
 
+    def initial_offsets(self) -> dict[str, dict[int, int]]:
+        """{topic: {partition: offset}} where the query's Kafka sources started, before batch 0: what
+        ``sources/<n>/0`` records at the query's first start (empty for a source that keeps no such file)."""
+        found: dict[str, dict[int, int]] = {}
+        for file in sorted((self._root / "sources").glob("*/0")):
+            text = file.read_bytes().lstrip(b"\0").decode("utf-8", "replace")
+            _, _, body = text.partition("\n")
+            try:
+                offsets = json.loads(body)
+            except ValueError:
+                continue
+            for topic, partitions in offsets.items() if isinstance(offsets, dict) else ():
+                if isinstance(partitions, dict):
+                    found.setdefault(topic, {}).update({int(p): int(o) for p, o in partitions.items()})
+        return found
+
     def commits(self):
         """One row per committed batch, with the watermark the next batch will use."""
         import pandas as pd

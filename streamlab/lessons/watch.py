@@ -79,9 +79,52 @@ def watch(query, checkpoint=None, *, key=None, state_var: str | None = None, spa
     several columns). ``state_var``: for ``transformWithState``, the state variable to watch (default: the
     first one the processor declared). ``show``: draw the view in the notebook. Returns the ``StateWatch``;
     ``.wait()`` blocks until the query has stopped and the last batch is drawn.
+
+    ``query`` may also be a checkpoint alone (``sl.watch(ckpt)``): a query that has stopped, or died, drawn from
+    what its checkpoint keeps — every committed batch's state, its watermark and the records its offsets span
+    (rows out are not kept there). That is how to look at the state a crash left behind.
     """
+    if isinstance(query, (str, Path, Checkpoint)):
+        checkpoint = query if isinstance(query, Checkpoint) else Checkpoint(query)
+        view = StateWatch(CheckpointReplay(checkpoint), checkpoint, key=key, state_var=state_var, spark=spark,
+                          show=show)
+        view._follow()
+        return view.wait()
     return StateWatch(query, checkpoint, key=key, state_var=state_var, spark=spark, output_rows=output_rows,
                       show=show).start()
+
+
+class CheckpointReplay:
+    """A stopped query as its checkpoint remembers it: one progress report per committed batch, with what the
+    checkpoint keeps (the records the batch's offsets span, the watermark it used)."""
+
+    isActive = False
+
+    def __init__(self, checkpoint: Checkpoint):
+        self.checkpoint = checkpoint
+        self.name = _checkpoint_name(checkpoint)
+
+    @property
+    def recentProgress(self) -> list[dict]:  # noqa: N802 - the name of pyspark's StreamingQuery attribute
+        import pandas as pd
+
+        committed = set(self.checkpoint.commits()["batch"])
+        offsets = self.checkpoint.offsets()
+        ends = {} if offsets.empty else offsets.groupby("batch")["offset"].apply(
+            lambda o: sum(v for v in o if isinstance(v, int))).to_dict()
+        started = self.checkpoint.initial_offsets()
+        if started:   # where the sources began: batch 0 read from there
+            ends[-1] = sum(o for partitions in started.values() for o in partitions.values())
+        reports = []
+        for batch in sorted(committed):
+            wanted = offsets[offsets["batch"] == batch]
+            watermark_ms = wanted["watermark_ms"].iloc[0] if len(wanted) else None
+            report = {"batchId": int(batch), "durationMs": {"addBatch": 0},
+                      "numInputRows": ends.get(batch, 0) - ends[batch - 1] if batch - 1 in ends else None}
+            if watermark_ms:
+                report["eventTime"] = {"watermark": pd.Timestamp(int(watermark_ms), unit="ms", tz="UTC").isoformat()}
+            reports.append(report)
+        return reports
 
 
 class StateWatch:
@@ -260,9 +303,16 @@ class StateWatch:
             rows = [asdict(b) for b in self.batches]
         columns = list(BatchState.__dataclass_fields__)
         table = pd.DataFrame(rows, columns=columns).set_index("batch")
-        for column in ("watermark", "min_event_time", "max_event_time"):
-            table[column] = pd.to_datetime(table[column], utc=True)
+        for column in table.columns:
+            if column in ("watermark", "min_event_time", "max_event_time"):
+                table[column] = pd.to_datetime(table[column], utc=True)
+            else:   # counts: numbers, NaN where the view has none
+                table[column] = pd.to_numeric(table[column]).astype("Int64")
         return table
+
+    def states(self) -> dict[int, dict]:
+        """{batch: {key: value}}: the watched state as of each batch, as the state reader gave it."""
+        return {batch: dict(values) for batch, values in sorted(self._values.items())}
 
     def history(self, key=None):
         """What the watched state held for ``key`` (default: the one given to ``watch``) after each batch:
@@ -281,6 +331,7 @@ class StateWatch:
         from matplotlib.figure import Figure
 
         table = self.table()
+        table = table.astype({c: "float64" for c in table.columns if str(table[c].dtype) == "Int64"})  # NaN, not NA
         event_time = table["max_event_time"].notna().any()
         panels = 3 if event_time else 2
         fig = Figure(figsize=(9, 1.9 * panels + 0.5), layout="constrained")

@@ -8,6 +8,7 @@ reader's registered timers, and the query's own output.
 from __future__ import annotations
 
 import base64
+import json
 
 import pandas as pd
 import pytest
@@ -202,3 +203,32 @@ def test_a_restarted_query_starts_from_the_state_it_restored():
     states = {2: {"/api/a": 3, "/api/b": 1}, 3: {"/api/a": 4, "/api/b": 1, "/api/c": 1}}
     view = _watched([_progress(3, 2)], states)
     assert view.table()[["added", "updated", "removed"]].values.tolist() == [[1, 1, 0]]
+
+
+def _write_checkpoint(folder, planned, committed):
+    for name in ("offsets", "commits"):
+        (folder / name).mkdir(parents=True)
+    for batch, (watermark_ms, end) in planned.items():
+        meta = {"batchWatermarkMs": watermark_ms, "batchTimestampMs": 0, "conf": {}}
+        (folder / "offsets" / str(batch)).write_text(f'v1\n{json.dumps(meta)}\n{{"clicks": {{"0": {end}}}}}\n')
+    for batch in committed:
+        (folder / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    (folder / "sources" / "0").mkdir(parents=True)
+    (folder / "sources" / "0" / "0").write_bytes(b'\x00v1\n{"clicks":{"0":0}}')   # where the source started
+
+
+def test_a_checkpoint_alone_is_drawn_batch_by_batch_up_to_its_last_commit(tmp_path, monkeypatch):
+    """What a crash left: batches 0-2 committed, batch 3 planned only (its offsets written, no commit)."""
+    _write_checkpoint(tmp_path / "visits-3f2a1b", {0: (0, 10), 1: (5_000, 25), 2: (12_000, 40), 3: (20_000, 55)},
+                      committed=[0, 1, 2])
+    states = {0: {"ana": 1}, 1: {"ana": 2, "ben": 1}, 2: {"ben": 1}}
+    monkeypatch.setattr(StateWatch, "_state_as_of", lambda self, batch: states[batch])
+    view = sl.watch(str(tmp_path / "visits-3f2a1b"), spark=object(), show=False)
+    table = view.table()
+    assert table.index.tolist() == [0, 1, 2] and view.name == "visits"
+    assert table["input_rows"].tolist() == [10, 15, 15]            # the records each batch's offsets span
+    assert table["watermark"].isna().tolist() == [True, False, False]
+    assert table["watermark"].iloc[2] == pd.Timestamp(12_000, unit="ms", tz="UTC")
+    assert table[["added", "removed"]].values.tolist() == [[1, 0], [1, 0], [0, 1]]
+    assert "stopped" in repr(view)
+    assert view.png().startswith(b"\x89PNG")   # batch 0 has no input count: drawn all the same

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser import INSTALL, Chromium, chromium_path
+from test_notebooks import draws_a_state_view
 
 from streamlab.site import executed
 from streamlab.site.build import site_dir
@@ -156,7 +157,8 @@ def test_the_lessons_show_their_outputs(seen):
 
 def test_the_lessons_that_watch_a_query_show_its_state_view(seen):
     """A lesson that draws a query with sl.watch keeps the view on its page, as a picture that is drawn."""
-    watching = [p for p in executed.lessons(ROOT) if re.search(r"watch=True|watch_key=|sl\.watch\(", p.read_text())]
+    watching = [p for p in executed.lessons(ROOT)
+                if any(draws_a_state_view(c) for c in nbformat.read(p, as_version=4).cells)]
     assert watching, "no lesson uses sl.watch"
     for notebook in watching:
         views = [img for img in seen["pages"][f"{notebook.stem}.html"]["images"]
