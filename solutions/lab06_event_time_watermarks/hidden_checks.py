@@ -6,19 +6,35 @@ notebook 06 and in tests/test_event_time.py:
 
 * batch k uses watermark wm(k) = max(wm(k-1), latest event time of batches < k - delay), wm(0) = 0;
 * a window is output (append mode) and leaves the state in the first batch k with end <= wm(k);
-* a (reading, window) pair is dropped as late in batch k when the window's end <= wm(k-1).
+* a (reading, window) pair is dropped as late in batch k when the window's end <= wm(k-1);
+* transformWithState (Part C) drops a reading whose event time is <= wm(k-1) before the processor sees it; in
+  batch k it hands the processor every key's readings first, then fires the event-time timers due at wm(k)
+  (expiry <= wm(k)), also those registered earlier in the same batch (measured on pyspark 4.2.1: the reference
+  solution's output equals ``_windows_expected``).
+
+Parts C and D also check that their input topic holds the lab's readings and that the checkpoint committed the
+lab's micro-batch cut: a submission that changes the cut (tests/submissions/lab06_event_time_watermarks/rewired.py
+reads Part C in one batch) would make a wrong processor look right.
 """
 from __future__ import annotations
 
+import numbers
 from datetime import UTC, datetime
 
 from streamlab.grading.hidden_checks import CheckFailed, check
 from streamlab.lessons.events import timed_events
+from streamlab.lessons.m02_keyed_state import state_variable, state_variables, timers
+from streamlab.lessons.m06_event_time import quiet_spells
 
 EVENTS = timed_events(150, seed=61, late=0.06, late_by_s=50)
 BATCH = 25
 DELAY_MS = 10_000
-COUNT = 4
+READINGS = quiet_spells(EVENTS, seed=8, spells=4, length_s=(20, 40))   # Part C's input
+WINDOW_SIZE = 6                                                          # Part C: readings per full window
+QUIET_MS = 10_000                                                        # Part C: quiet after this, in event time
+QUIET_DELAY_MS = 5_000                                                   # Part C's watermark
+LATE_S = 10                                                              # Part D: behind by more = late
+REPLAY_SIZES = (10, 50)                                                  # Part D: records per micro-batch
 
 
 # ----------------------------------------------------------------------------- reading the artifacts
@@ -27,19 +43,21 @@ def _ms(text) -> int:
     return int(datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def _events(run) -> list[dict]:
-    """The input topic, in offset order: it must hold exactly the lab's events."""
-    records = sorted(run.records("lab06-events"), key=lambda r: (r["partition"], r["offset"]))
-    if [r["value"] for r in records] != EVENTS:
-        raise CheckFailed("the topic lab06-events does not hold the lab's events in their arrival order")
-    return EVENTS
+def _events(run, name: str = "lab06-events", events: list[dict] = EVENTS) -> list[dict]:
+    """The input topic ``name``, in offset order: it must hold exactly ``events`` (the lab's), in that order (a
+    submission that changes what a locked cell sends would make a wrong answer look right)."""
+    records = sorted(run.records(name), key=lambda r: (r["partition"], r["offset"]))
+    if [r["value"] for r in records] != events:
+        raise CheckFailed(f"the topic {name} does not hold the lab's {len(events)} readings in their arrival order")
+    return events
 
 
-def _batches(run, ckpt, batch_size: int = BATCH) -> list[tuple[int, int, int, int]]:
+def _batches(run, ckpt, batch_size: int = BATCH, name: str = "lab06-events",
+             events: list[dict] = EVENTS) -> list[tuple[int, int, int, int]]:
     """(batch id, first offset, end offset, watermark used) of every committed batch of ``ckpt``, which must
-    have read the events ``batch_size`` records per micro-batch."""
-    run.require_reached_end(ckpt, "lab06-events")
-    topic = run.topic("lab06-events")
+    have read the topic ``name`` (holding ``events``) ``batch_size`` records per micro-batch."""
+    run.require_reached_end(ckpt, name)
+    topic = run.topic(name)
     offsets = ckpt.offsets()
     offsets = offsets[offsets["topic"] == topic]
     committed = sorted(int(b) for b in ckpt.commits()["batch"])
@@ -50,12 +68,12 @@ def _batches(run, ckpt, batch_size: int = BATCH) -> list[tuple[int, int, int, in
     for batch in committed:
         row = offsets[offsets["batch"] == batch]
         if len(row) != 1:
-            raise CheckFailed(f"batch {batch} of the checkpoint did not read lab06-events")
+            raise CheckFailed(f"batch {batch} of the checkpoint did not read {name}")
         end = int(row["offset"].iloc[0])
         batches.append((batch, start, end, int(row["watermark_ms"].iloc[0] or 0)))
         start = end
     sizes = [end - first for _, first, end, _ in batches if end > first]
-    if len(sizes) != -(-len(EVENTS) // batch_size) or any(size != batch_size for size in sizes[:-1]):
+    if len(sizes) != -(-len(events) // batch_size) or any(size != batch_size for size in sizes[:-1]):
         raise CheckFailed(f"the micro-batches read {sizes} records: the query must read the stream it was given")
     return batches
 
@@ -216,120 +234,179 @@ def sliding(run):
 
 # ----------------------------------------------------------------------------- Part C
 
-def _count_windows(run):
-    events = _events(run)
-    ckpt = run.checkpoint("lab06-count")
-    batches = _batches(run, ckpt)
+def _declared(run, ckpt, name: str, kind: str, time_mode: str) -> None:
+    """Fails unless ``ckpt`` is a transformWithState checkpoint that declared the state variable ``name`` as a
+    ``kind`` and ran in ``time_mode``."""
+    try:
+        declared = state_variables(ckpt, run.spark())
+    except Exception as err:  # no readable state metadata: not a stateful query's checkpoint
+        raise CheckFailed(f"the checkpoint holds no transformWithState state ({type(err).__name__})") from None
+    found = declared[declared["variable"] == name]
+    if found.empty:
+        raise CheckFailed(f"no state variable called {name!r}; the processor declared {sorted(declared['variable'])}")
+    if found["type"].iloc[0] != kind:
+        raise CheckFailed(f"{name!r} is a {found['type'].iloc[0]}, not a {kind}")
+    if found["time_mode"].iloc[0] != time_mode:
+        raise CheckFailed(f"the processor runs with time mode {found['time_mode'].iloc[0]!r}, not {time_mode!r}")
+
+
+def _windows_expected(batches):
+    """What a correct CountOrQuiet does over the committed ``batches`` of READINGS: (output {(batch, sensor, ids):
+    (closed_by, mean)}, pending {sensor: [ids]}, timers {sensor: ms}).
+
+    Batch k runs with the watermark wm(k) (module doc, with Part C's 5-second delay). Spark first drops the readings
+    whose event time is <= wm(k-1) (late for a stateful operator), then hands each sensor its readings in offset
+    order: a pending window already quiet at wm(k) (latest event time + QUIET_MS <= wm(k)) is output as quiet before
+    the reading is added; a window of WINDOW_SIZE readings is output by count. Then the timers due at wm(k) fire:
+    the windows still pending whose latest reading + QUIET_MS <= wm(k) are output as quiet."""
     pending: dict[str, list[dict]] = {}
     output = {}
+
+    def close(batch, sensor, why):
+        window = pending.pop(sensor)
+        output[(batch, sensor, tuple(e["id"] for e in window))] = (why, sum(e["value"] for e in window) / len(window))
+
+    def due(sensor):
+        return max(_ms(e["event_time"]) for e in pending[sensor]) + QUIET_MS
+
+    watermark, previous, latest = 0, 0, None
     for batch, first, end, _ in batches:
-        for event in events[first:end]:
-            window = pending.setdefault(event["sensor"], [])
-            window.append(event)
-            if len(window) == COUNT:
-                output[(batch, event["sensor"], tuple(e["id"] for e in window))] = \
-                    sum(e["value"] for e in window) / COUNT
-                pending[event["sensor"]] = []
-    return ckpt, output, {s: [e["id"] for e in w] for s, w in pending.items() if w}
+        for event in READINGS[first:end]:
+            t, sensor = _ms(event["event_time"]), event["sensor"]
+            if t <= previous:   # late for a stateful operator: Spark drops it
+                continue
+            if sensor in pending and due(sensor) <= watermark:
+                close(batch, sensor, "quiet")
+            pending.setdefault(sensor, []).append(event)
+            if len(pending[sensor]) == WINDOW_SIZE:
+                close(batch, sensor, "count")
+        for sensor in sorted(s for s in pending if due(s) <= watermark):
+            close(batch, sensor, "quiet")
+        for event in READINGS[first:end]:
+            t = _ms(event["event_time"])
+            latest = t if latest is None else max(latest, t)
+        previous = watermark
+        if latest is not None:
+            watermark = max(watermark, latest - QUIET_DELAY_MS)
+    return output, {s: [e["id"] for e in w] for s, w in pending.items()}, {s: due(s) for s in pending}
+
+
+def _count_windows(run):
+    _events(run, "lab06-quiet", READINGS)
+    ckpt = run.checkpoint("lab06-count")
+    batches = _batches(run, ckpt, BATCH, "lab06-quiet", READINGS)
+    expected_watermarks, watermark, latest = {}, 0, None
+    for batch, first, end, _ in batches:
+        expected_watermarks[batch] = watermark
+        for event in READINGS[first:end]:
+            t = _ms(event["event_time"])
+            latest = t if latest is None else max(latest, t)
+        watermark = max(watermark, latest - QUIET_DELAY_MS)
+    for batch, _, _, used in batches:
+        if used != expected_watermarks[batch]:
+            raise CheckFailed(f"batch {batch} used the watermark {used} ms, expected {expected_watermarks[batch]} ms: "
+                              f"declare a 5-second watermark on event_time, before transformWithState")
+    _declared(run, ckpt, "pending", "ListState", "EventTime")
+    return ckpt, _windows_expected(batches)
 
 
 @check("test_count_rows")
 def count_rows(run):
-    _, expected, _ = _count_windows(run)
-    rows = _output(run, "lab06-count-out", {"sensor", "ids", "mean_value", "batch_id"})
-    got = {(row["batch_id"], row["sensor"], tuple(int(i) for i in row["ids"])): float(row["mean_value"])
+    _, (expected, _, _) = _count_windows(run)
+    rows = _output(run, "lab06-count-out", {"sensor", "ids", "mean_value", "closed_by", "batch_id"})
+    got = {(row["batch_id"], row["sensor"], tuple(int(i) for i in row["ids"])): (row["closed_by"],
+                                                                                 float(row["mean_value"]))
            for row in rows}
     if len(got) != len(rows):
-        raise CheckFailed("a count window was output twice")
-    missing, extra = set(expected) - set(got), set(got) - set(expected)
+        raise CheckFailed("a window was output twice")
+    missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
     if missing or extra:
-        example = sorted(missing or extra)[0]
-        raise CheckFailed(f"{len(missing)} count window(s) missing, {len(extra)} unexpected, e.g. "
-                          f"{'missing' if missing else 'unexpected'} {example[1]} {list(example[2])} "
-                          f"in batch {example[0]} "
-                          f"(windows follow arrival order and are output in the batch that completes them)")
-    wrong = [k for k in expected if abs(got[k] - expected[k]) > 1e-6]
-    if wrong:
-        raise CheckFailed(f"the mean of window {list(wrong[0][2])} is {got[wrong[0]]}, expected {expected[wrong[0]]}")
+        batch, sensor, ids = (missing or extra)[0]
+        raise CheckFailed(f"{len(missing)} window(s) missing, {len(extra)} unexpected, e.g. "
+                          f"{'missing' if missing else 'unexpected'}: {sensor} {list(ids)} in batch {batch} "
+                          f"(a window closes by count in arrival order, or as quiet in the first batch whose "
+                          f"watermark has reached its latest reading + 10 s)")
+    for key, (why, mean) in expected.items():
+        if got[key][0] != why:
+            raise CheckFailed(f"window {list(key[2])} closed_by is {got[key][0]!r}, expected {why!r}")
+        if abs(got[key][1] - mean) > 1e-6:
+            raise CheckFailed(f"the mean of window {list(key[2])} is {got[key][1]}, expected {mean}")
 
 
 @check("test_count_state")
 def count_state(run):
-    ckpt, _, expected = _count_windows(run)
-    try:
-        table = ckpt.state_table(run.spark(), stateVarName="pending")
-    except Exception as err:  # no such variable, or not a transformWithState checkpoint
-        raise CheckFailed(f"no list state called 'pending' in the count window's checkpoint "
-                          f"({type(err).__name__})") from None
-    if not {"sensor", "id"} <= set(table.columns):
-        raise CheckFailed(f"the pending state needs the fields id and value; it has {sorted(table.columns)}")
-    got = {}
+    ckpt, (_, expected, due) = _count_windows(run)
+    table = state_variable(ckpt, "pending", run.spark())
+    if "sensor" not in table.columns or "id" not in table.columns:
+        raise CheckFailed(f"the pending list state needs the fields id, value and event_ms; "
+                          f"it has {sorted(table.columns)}")
+    got: dict[str, list[int]] = {}
     for sensor, ident in zip(table["sensor"], table["id"]):
         got.setdefault(sensor, []).append(int(ident))
-    got = {s: sorted(ids) for s, ids in got.items()}
-    want = {s: sorted(ids) for s, ids in expected.items()}
-    if got != want:
-        raise CheckFailed(f"the pending state holds {got}, expected {want}")
+    if {s: sorted(i) for s, i in got.items()} != {s: sorted(i) for s, i in expected.items()}:
+        raise CheckFailed(f"the pending state holds {got}, expected {expected}")
+    registered = timers(ckpt, run.spark())
+    found = sorted((s, int(t.value // 1_000_000)) for s, t in zip(registered["sensor"], registered["expires_at"]))
+    if found != sorted(due.items()):
+        raise CheckFailed(f"{len(found)} timer(s) left, expected one per sensor with pending readings "
+                          f"({len(due)}), each at its latest pending reading + 10 s")
 
 
-# ----------------------------------------------------------------------------- Part D: two clocks
+# ----------------------------------------------------------------------------- Part D: a rule record by record
 
-CLOCK_WINDOW_MS = 5_000
-CLOCK_BATCH = 75
-
-
-def _final_windows(run, clock: str, replay: int) -> tuple[dict[int, int], list[tuple[int, int]]]:
-    """One replay's final table {window start ms: count} (the last batch's rows: complete mode), and its
-    committed batches as (batch start time ms, records read), from its checkpoint."""
-    name = f"lab06-{clock}-{replay}"
-    ckpt = run.checkpoint(name)
-    read = _batches(run, ckpt, CLOCK_BATCH)
-    rows = _output(run, f"{name}-out", {"count", "batch_id"})
-    last = max(row["batch_id"] for row in rows)
-    table = {}
-    for row in rows:
-        if row["batch_id"] == last:
-            start, end = _window_of(row)
-            if end - start != CLOCK_WINDOW_MS:
-                raise CheckFailed(f"{clock} time: the windows should last 5 seconds, "
-                                  f"one lasts {(end - start) / 1000:g}")
-            if start in table:
-                raise CheckFailed(f"{clock} time, replay {replay}: window {start} appears twice in the final table")
-            table[start] = int(row["count"])
-    times = ckpt.batch_times().set_index("batch")["timestamp"]
-    batches = [(int(times[batch].timestamp() * 1000), end - first) for batch, first, end, _ in read]
-    # complete mode keeps every window in the aggregation's state: read it with Spark, in this process
-    state = ckpt.state(run.spark()).selectExpr("unix_millis(key.window.start) AS start", "value.count AS count")
-    held = {int(row["start"]): int(row["count"]) for row in state.collect()}
-    if held != table:
-        raise CheckFailed(f"{clock} time, replay {replay}: the query's state holds {len(held)} windows that differ "
-                          f"from its output: the output must come from the query")
-    return table, batches
-
-
-@check("test_two_clocks_replay", "test_two_clocks_windows")
-def two_clocks(run):
-    _events(run)
-    step = CLOCK_WINDOW_MS
-    expected_event = {}
+def _flags_expected() -> dict[int, tuple[int, bool]]:
+    """{id: (behind_s, late)}: each reading against the latest event time of the readings before it (offsets)."""
+    expected, ahead = {}, None
     for event in EVENTS:
-        start = _ms(event["event_time"]) // step * step
-        expected_event[start] = expected_event.get(start, 0) + 1
-    for replay in (1, 2):
-        table, _ = _final_windows(run, "event", replay)
-        if table != expected_event:
-            wrong = sorted(set(table) ^ set(expected_event)) or [k for k in table if table[k] != expected_event[k]]
-            raise CheckFailed(f"event time, replay {replay}: {len(table)} windows, expected {len(expected_event)}; "
-                              f"first difference at {datetime.fromtimestamp(wrong[0] / 1000, UTC):%H:%M:%S}")
-    processing = {}
-    for replay in (1, 2):
-        table, batches = _final_windows(run, "processing", replay)
-        expected = {}
-        for started_ms, size in batches:   # every row of a batch gets its start time: current_timestamp()
-            if size:
-                start = started_ms // step * step
-                expected[start] = expected.get(start, 0) + size
-        assert table == expected, (f"processing time, replay {replay}: the windows should be those of the "
-                                   f"micro-batches' start times ({expected}), the query gave {table}")
-        processing[replay] = table
-    assert processing[1] != processing[2], "the two processing-time replays gave the same table"
+        t = _ms(event["event_time"])
+        behind = 0 if ahead is None else max(0, (ahead - t) // 1000)
+        expected[event["id"]] = (behind, behind > LATE_S)
+        ahead = t if ahead is None else max(ahead, t)
+    return expected
+
+
+def _replay(run, size: int):
+    """A Part D replay's checkpoint, after checking it read the lab's events ``size`` per micro-batch with a
+    processor that keeps ``max_seen``."""
+    ckpt = run.checkpoint(f"lab06-flags-{size}")
+    _batches(run, ckpt, size)
+    _declared(run, ckpt, "max_seen", "ValueState", "NoTime")
+    return ckpt
+
+
+@check("test_two_clocks_replay")
+def flags_replay(run):
+    _events(run)
+    expected = _flags_expected()
+    for size in REPLAY_SIZES:
+        _replay(run, size)
+        rows = _output(run, f"lab06-flags-{size}-out", {"id", "behind_s", "late", "batch_id"})
+        got = {}
+        for row in rows:
+            if int(row["id"]) in got:
+                raise CheckFailed(f"{size} per batch: reading {row['id']} was output twice")
+            got[int(row["id"])] = (int(row["behind_s"]), bool(row["late"]))
+        if set(got) != set(expected):
+            raise CheckFailed(f"{size} per batch: {len(set(expected) - set(got))} reading(s) missing from the output, "
+                              f"{len(set(got) - set(expected))} unexpected")
+        wrong = sorted(i for i in expected if got[i] != expected[i])
+        if wrong:
+            i = wrong[0]
+            raise CheckFailed(f"{size} per batch: {len(wrong)} reading(s) flagged wrong, e.g. reading {i}: "
+                              f"got behind_s, late = {got[i]}, expected {expected[i]}")
+
+
+@check("test_two_clocks_windows")
+def flags_state(run):
+    _events(run)
+    latest = max(_ms(e["event_time"]) for e in EVENTS)
+    for size in REPLAY_SIZES:
+        ckpt = _replay(run, size)
+        table = state_variable(ckpt, "max_seen", run.spark())
+        if len(table) != 1:
+            raise CheckFailed(f"{size} per batch: `max_seen` should hold one row (one key for the whole stream), "
+                              f"it holds {len(table)}")
+        held = [v for c, v in table.iloc[0].items() if c != "partition_id"]
+        if not any(isinstance(v, numbers.Integral) and int(v) == latest for v in held):
+            raise CheckFailed(f"{size} per batch: `max_seen` holds {held}, expected the latest event_ms of the "
+                              f"input ({latest})")

@@ -45,6 +45,32 @@ def arrival_topic(name: str, events: list[dict], *, key: str | None = None) -> s
     return topic
 
 
+def quiet_spells(events: list[dict], *, seed: int = 0, spells: int = 4,
+                 length_s: tuple[float, float] = (20.0, 40.0)) -> list[dict]:
+    """``events`` (``sl.timed_events``) with a few **quiet spells**: seeded stretches of event time in which
+    one sensor sends nothing. Each spell picks a sensor and an event-time span of ``length_s`` seconds
+    (somewhere within the events' time range) and leaves out that sensor's readings inside it. The other
+    readings are kept, with their ids and in their (arrival) order. Spells may overlap.
+    """
+    import random
+    from datetime import datetime
+
+    def at(event):
+        return datetime.fromisoformat(event["event_time"].replace("Z", "+00:00")).timestamp()
+
+    if not events:
+        return []
+    rng = random.Random(seed)
+    first, last = min(map(at, events)), max(map(at, events))
+    sensors = sorted({e["sensor"] for e in events})
+    cut = []
+    for _ in range(spells):
+        sensor, length = rng.choice(sensors), rng.uniform(*length_s)
+        start = rng.uniform(first, max(first, last - length))
+        cut.append((sensor, start, start + length))
+    return [e for e in events if not any(e["sensor"] == s and a <= at(e) < b for s, a, b in cut)]
+
+
 def batched_stream(topic: str, schema: str = TIMED_EVENT_SCHEMA, *, batch_size: int = 20, spark=None,
                    **options):
     """A streaming DataFrame of a one-partition ``topic``, read ``batch_size`` records per micro-batch.

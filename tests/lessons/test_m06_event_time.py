@@ -161,3 +161,16 @@ def test_watermark_rules_on_spark(spark):
     assert got == [(1, 0, [0, 1, 2, 3]), (2, 20, [24]), (3, 30, [30, 35]), (5, 40, [40, 41, 45])]
     arrivals = sl.m06.events_table([_event(i, s) for i, s in enumerate(seconds)], batch_size=3)
     assert sl.m06.dropped_as_late(arrivals, table, window_s=10)["event_time"].dt.second.tolist() == [8, 25, 39]
+
+
+def test_quiet_spells_leave_out_one_sensor_for_a_while():
+    events = sl.timed_events(120, seed=5)
+    kept = sl.m06.quiet_spells(events, seed=3, spells=3, length_s=(15, 30))
+    assert kept == sl.m06.quiet_spells(events, seed=3, spells=3, length_s=(15, 30))   # seeded
+    assert [e for e in events if e in kept] == kept                                    # arrival order, ids kept
+    assert 0 < len(events) - len(kept) < len(events) // 2
+    table = sl.m06.events_table(kept).sort_values("event_time")
+    longest = table.groupby("sensor")["event_time"].diff().max()
+    assert longest >= pd.Timedelta(seconds=15)                                         # some sensor went quiet
+    assert sl.m06.quiet_spells(events, seed=3, spells=0) == events
+    assert sl.m06.quiet_spells([], seed=3) == []

@@ -2,9 +2,10 @@
 answer into the answer cell with the same grade id of the released notebook).
 
 Other APIs: SQL expressions for the windows and aggregates, the window column made first and then
-grouped on, other column orders, `collect_set` instead of `collect_list`, and the count window written
-with the pandas flavour of the API (`transformWithStateInPandas`); Part D in SQL, its window column named
-first and the count as `count(1)`. It must get full marks all the same.
+grouped on, other column orders, `collect_set` instead of `collect_list`; Parts C and D written with the
+pandas flavour of the API (`transformWithStateInPandas`): Part C keeps its timer's time in a value state of its
+own next to `pending`, Part D computes a shifted running maximum with pandas over a key of another type. It must
+get full marks all the same.
 """
 
 ANSWERS = {
@@ -25,44 +26,86 @@ def sliding_max(events):
 import pandas as pd
 
 
-class CountWindow(StatefulProcessor):
-    """Pandas flavour: each call gets the sensor's rows as pandas DataFrames."""
+class CountOrQuiet(StatefulProcessor):
+    """Pandas flavour: rows arrive as DataFrames; the timer's time is kept in a value state `quiet_at` next to the
+    window instead of being read back with listTimers(), and moved only when it changes."""
 
     def init(self, handle):
-        self.pending = handle.getListState("pending", "id INT, value DOUBLE")
+        self.handle = handle
+        self.pending = handle.getListState("pending", "id INT, value DOUBLE, event_ms LONG")
+        self.quiet_at = handle.getValueState("quiet_at", "ms LONG")
+
+    @staticmethod
+    def _window(sensor, held, why):
+        return {"sensor": sensor, "ids": [int(i) for i, _, _ in held],
+                "mean_value": float(pd.Series([v for _, v, _ in held]).mean()), "closed_by": why}
 
     def handleInputRows(self, key, rows, timerValues):
-        arrived = pd.concat(list(rows), ignore_index=True).sort_values("offset")
-        waiting = [tuple(item) for item in self.pending.get()] if self.pending.exists() else []
-        complete = []
-        for ident, value in zip(arrived["id"], arrived["value"]):
-            waiting.append((int(ident), float(value)))
-            if len(waiting) == 4:
-                complete.append({"sensor": key[0], "ids": [i for i, _ in waiting],
-                                 "mean_value": float(pd.Series([v for _, v in waiting]).mean())})
-                waiting = []
+        batch = pd.concat(list(rows), ignore_index=True).sort_values("offset")
+        held = [(int(i), float(v), int(m)) for i, v, m in self.pending.get()]
+        before = self.quiet_at.get()[0] if self.quiet_at.exists() else None
+        due, closed = before, []
+        for ident, value, ms in zip(batch["id"], batch["value"], batch["event_ms"]):
+            if due is not None and due <= timerValues.getCurrentWatermarkInMs():
+                closed.append(self._window(key[0], held, "quiet"))
+                held = []
+            held.append((int(ident), float(value), int(ms)))
+            if len(held) == WINDOW_SIZE:
+                closed.append(self._window(key[0], held, "count"))
+                held = []
+            due = max(m for _, _, m in held) + QUIET_MS if held else None
+        if before is not None and before != due:
+            self.handle.deleteTimer(before)
         self.pending.clear()
-        if waiting:
-            self.pending.put(waiting)
-        if complete:
-            yield pd.DataFrame(complete, columns=["sensor", "ids", "mean_value"])
+        if held:
+            self.pending.put(held)
+            self.quiet_at.update((due,))
+            if due != before:
+                self.handle.registerTimer(due)
+        else:
+            self.quiet_at.clear()
+        if closed:
+            yield pd.DataFrame(closed, columns=["sensor", "ids", "mean_value", "closed_by"])
 
-    def close(self):
-        pass
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        held = [tuple(item) for item in self.pending.get()]
+        self.pending.clear()
+        self.quiet_at.clear()
+        if held:
+            yield pd.DataFrame([self._window(key[0], held, "quiet")])
 
 
 def count_windows(events):
-    return events.groupBy("sensor").transformWithStateInPandas(
-        statefulProcessor=CountWindow(), outputStructType="sensor STRING, ids ARRAY<INT>, mean_value DOUBLE",
-        outputMode="Append", timeMode="None")
+    on_time = events.withWatermark("event_time", "5 seconds")
+    return on_time.groupBy(on_time["sensor"]).transformWithStateInPandas(
+        statefulProcessor=CountOrQuiet(),
+        outputStructType="sensor STRING, ids ARRAY<INT>, mean_value DOUBLE, closed_by STRING",
+        outputMode="Append", timeMode="EventTime")
 ''',
     "two_clocks": '''
-def by_event_time(events):
-    return events.selectExpr("window(event_time, '5 seconds') AS window").groupBy("window").agg(F.expr("count(1) AS count"))
+import pandas as pd
 
 
-def by_processing_time(events):
-    now = events.withColumn("processed_at", F.expr("current_timestamp()"))
-    return now.groupBy(F.window("processed_at", "5 seconds", "5 seconds").alias("window")).agg(F.count(F.lit(1)).alias("count"))
+class LateFlag(StatefulProcessor):
+    """Pandas flavour: the latest event time before each row with a shifted running maximum."""
+
+    def init(self, handle):
+        self.max_seen = handle.getValueState("max_seen", "latest BIGINT")
+
+    def handleInputRows(self, key, rows, timerValues):
+        frame = pd.concat(list(rows), ignore_index=True).sort_values("offset")
+        before = frame["event_ms"].cummax().shift(1)
+        if self.max_seen.exists():
+            stored = self.max_seen.get()[0]
+            before = before.fillna(stored).clip(lower=stored)
+        behind = ((before - frame["event_ms"]).clip(lower=0).fillna(0) // 1000).astype("int32")
+        newest = int(frame["event_ms"].max()) if before.isna().all() else int(max(before.max(), frame["event_ms"].max()))
+        self.max_seen.update((newest,))
+        yield pd.DataFrame({"id": frame["id"].astype("int32"), "behind_s": behind, "late": behind > LATE_S})
+
+
+def flag_late(events):
+    return (events.select(F.lit(0).alias("one"), "id", "offset", "event_ms").groupBy("one")
+            .transformWithStateInPandas(LateFlag(), "id INT, behind_s INT, late BOOLEAN", "Append", "None"))
 ''',
 }

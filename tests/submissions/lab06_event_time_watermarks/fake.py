@@ -6,8 +6,9 @@ checkpoint (a metadata file with a query id, offsets entries with Spark's header
 the input topic in batches of 25, commit files) and produces those rows to the output topic with
 kafka-python, and replaces ``sl.Checkpoint.state_table`` so the pending state looks right. The visible
 tests pass in the notebook; the grader, which simulates the watermark batch by batch and reads the
-checkpoints' state with Spark's state data source in its own process, must give 0 points. Part D forges the
-two clocks' replays the same way: event-time windows counted with pandas, processing-time windows at "now".
+checkpoints' state with Spark's state data source in its own process, must give 0 points. Part C's windows are
+forged with a plausible rule in pandas (and ``sl.m02.timers`` replaced to show one timer per pending window);
+Part D's flags are computed record by record with pandas, exactly, and forged for both replays.
 """
 
 EXPECTED_SCORE = 0
@@ -49,18 +50,42 @@ def _windows(size, slide, with_ids):
     return rows
 
 
+_READINGS = sl.m06.quiet_spells(EVENTS, seed=8, spells=4, length_s=(20, 40))
+
+
 def _count_windows():
+    """The quiet-or-count windows with pandas: a sensor's window closes after 6 readings or when the next one
+    comes more than 10 s after its latest (no watermark, no batches: the wrong rule, but plausible output)."""
     rows, pending = [], {}
-    for event in EVENTS:
+    for event in _READINGS:
         window = pending.setdefault(event["sensor"], [])
+        t = pd.Timestamp(event["event_time"])
+        if window and t - max(pd.Timestamp(e["event_time"]) for e in window) > pd.Timedelta(seconds=10):
+            rows.append({"batch_id": 5, "sensor": event["sensor"], "ids": [e["id"] for e in window],
+                         "mean_value": sum(e["value"] for e in window) / len(window), "closed_by": "quiet"})
+            window.clear()
         window.append(event)
-        if len(window) == 4:
+        if len(window) == 6:
             rows.append({"batch_id": 2, "sensor": event["sensor"], "ids": [e["id"] for e in window],
-                         "mean_value": sum(e["value"] for e in window) / 4})
-            pending[event["sensor"]] = []
+                         "mean_value": sum(e["value"] for e in window) / 6, "closed_by": "count"})
+            window.clear()
     state = pd.DataFrame([{"sensor": s, "id": e["id"], "value": e["value"], "partition_id": 0}
                           for s, w in pending.items() for e in w])
-    return rows, state
+    timers = pd.DataFrame([{"sensor": s, "partition_id": 0,
+                            "expires_at": max(pd.Timestamp(e["event_time"]) for e in w) + pd.Timedelta(seconds=10)}
+                           for s, w in pending.items() if w])
+    return rows, state, timers
+
+
+def _flags():
+    """Part D's flags with pandas, record by record, as the rule says."""
+    rows, ahead = [], None
+    for event in EVENTS:
+        t = pd.Timestamp(event["event_time"])
+        behind = 0 if ahead is None else max(0, int((ahead - t).total_seconds()))
+        rows.append({"batch_id": 0, "id": event["id"], "behind_s": behind, "late": behind > 10})
+        ahead = t if ahead is None else max(ahead, t)
+    return rows
 
 
 def _forge_checkpoint(path):
@@ -75,17 +100,19 @@ def _forge_checkpoint(path):
         (root / "commits" / str(b)).write_text("v1\\n" + json.dumps({"nextBatchWatermarkMs": 0}))
 
 
-_count_rows, _pending_state = _count_windows()
+_count_rows, _pending_state, _timers = _count_windows()
 _FAKES = {"lab06-tumbling": _windows(10, 10, True), "lab06-sliding": _windows(20, 10, False),
-          "lab06-count": _count_rows}
+          "lab06-count": _count_rows, "lab06-flags-10": _flags(), "lab06-flags-50": _flags(),
+          "None": _windows(10, 10, True)}
 
 
 def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_topic=None, **options):
     name = Path(str(checkpoint)).name.rsplit("-", 1)[0]
     rows = _FAKES[name]
-    _forge_checkpoint(checkpoint)
+    if checkpoint is not None:
+        _forge_checkpoint(checkpoint)
     producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
-    for row in rows:
+    for row in rows if output_topic else []:
         producer.send(output_topic, json.dumps(row).encode())
     producer.flush()
     producer.close()
@@ -102,6 +129,7 @@ def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_top
 
 sl.run_to_end = _fake_run_to_end
 sl.Checkpoint.state_table = lambda self, *args, **kwargs: _pending_state
+sl.m02.timers = lambda ckpt, spark=None, **options: _timers
 
 
 def tumbling_counts(events):
@@ -112,7 +140,7 @@ def sliding_max(events):
     return events
 ''',
     "count_window": '''
-class CountWindow:
+class CountOrQuiet:
     pass
 
 
@@ -120,24 +148,11 @@ def count_windows(events):
     return events
 ''',
     "two_clocks": '''
-def _clock_rows(starts):
-    counts = pd.Series(starts).value_counts()
-    return [{"batch_id": 1, "window": {"start": _iso(s), "end": _iso(s + pd.Timedelta(seconds=5))}, "count": int(n)}
-            for s, n in counts.items()]
+class LateFlag:
+    pass
 
 
-_event_starts = pd.to_datetime([e["event_time"] for e in EVENTS], utc=True).floor("5s")
-for _replay in (1, 2):
-    _FAKES[f"lab06-event-{_replay}"] = _clock_rows(_event_starts)
-    _FAKES[f"lab06-processing-{_replay}"] = _clock_rows([pd.Timestamp.now(tz="UTC").floor("5s")
-                                                         + pd.Timedelta(seconds=5 * _replay)] * len(EVENTS))
-
-
-def by_event_time(events):
-    return events
-
-
-def by_processing_time(events):
+def flag_late(events):
     return events
 ''',
 }
