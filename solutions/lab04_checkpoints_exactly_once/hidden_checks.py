@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 
+import pandas as pd
+
 import streamlab as sl
 from streamlab.grading.hidden_checks import CheckFailed, check
 from streamlab.lessons.m04_recovery import read_committed
@@ -137,31 +139,89 @@ def idempotent_sink(run):
     assert {b for b, _ in keys} <= committed, "the store holds batches the query never committed"
 
 
-@check("test_transactional_exactly_once")
-def transactional_sink(run):
+REPLAYED_BATCH, ZOMBIE_BATCH = 1, 2   # Part C: run 0 dies after the sink committed batch 1, run 1 inside batch 2
+
+
+def _two_crashes(run):
+    """Part C's preconditions: its input, its checkpoint read to the end (batches 0 to 3), and both crashes of
+    ``run_with_zombie`` in the plain sink's copy of every attempt: batches 1 and 2 attempted twice each."""
     _require_records(run, "lab04-c-requests", C_REQUESTS["n"])
     ckpt = run.checkpoint("lab04-transactional")
     run.require_reached_end(ckpt, "lab04-c-requests")
-    attempts = _attempts(run, "lab04-c-attempts")
-    out_topic, marks_topic = run.topic("lab04-tx-out"), run.topic("lab04-tx-batches")
-    rows = [r["value"] for r in read_committed(out_topic)]
+    if ckpt.commits()["batch"].tolist() != [0, 1, 2, 3]:
+        raise CheckFailed("the count's checkpoint should hold batches 0 to 3 (25 requests each): run the notebook "
+                          "once, top to bottom")
+    rows = run.output("lab04-c-attempts")
+    if not {"batch_id", "path", "count"} <= set(rows.columns):
+        raise CheckFailed("topic 'lab04-c-attempts' does not hold the query's counts")
+    attempts = Counter(zip(rows["batch_id"], rows["path"], rows["count"]))
+    twice = sorted({int(b) for (b, _, _), n in attempts.items() if n == 2})
+    if twice != [REPLAYED_BATCH, ZOMBIE_BATCH] or set(attempts.values()) != {1, 2}:
+        raise CheckFailed(f"the two crashes did not happen as the lab's cell injects them (batches attempted twice: "
+                          f"{twice}); run the notebook top to bottom")
+    expected = {(int(b), p, int(c)) for b, p, c in attempts}
+    return ckpt, expected
+
+
+def _json_values(records, topic_name: str) -> list[dict]:
+    values = [r["value"] for r in records]
+    if not all(isinstance(v, dict) and isinstance(v.get("batch_id"), int) for v in values):
+        raise CheckFailed(f"every record of {topic_name} must be a JSON object with an int batch_id")
+    return values
+
+
+@check("test_transactional_exactly_once")
+def transactional_sink(run):
+    ckpt, expected = _two_crashes(run)
+    out_topic, audit_topic = run.topic("lab04-tx-out"), run.topic("lab04-tx-audit")
+    rows = _json_values(read_committed(out_topic), "TX_TOPIC")
     assert rows, "TX_TOPIC holds no committed rows"
-    assert all(isinstance(r, dict) and {"batch_id", "path", "count"} <= set(r) for r in rows), \
-        'every record of TX_TOPIC must be a JSON row {"path", "count", "batch_id"}'
-    keys = [(r["batch_id"], r["path"]) for r in rows]
-    assert len(keys) == len(set(keys)), f"{len(keys) - len(set(keys))} rows were committed twice"
-    expected = {(int(b), p, int(c)) for b, p, c in zip(attempts["batch_id"], attempts["path"], attempts["count"])}
-    committed_rows = {(int(r["batch_id"]), r["path"], int(r["count"])) for r in rows}
-    assert committed_rows == expected, "TX_TOPIC must hold each batch's output once, as the query output it"
-    latest = {}
-    for _batch, p, c in sorted(committed_rows):
-        latest[p] = c
-    assert latest == _truth(C_REQUESTS), "the latest counts in TX_TOPIC do not match the requests"
-    marks = [r["value"].get("batch_id") for r in read_committed(marks_topic) if isinstance(r["value"], dict)]
-    assert sorted(marks) == sorted(set(marks)) and set(marks) == {b for b, _, _ in committed_rows}, \
-        "TX_BATCHES must hold each written batch id once"
-    held = sum(sl.end_offsets(out_topic).values())
-    assert held > len(rows), "TX_TOPIC's records were not written in Kafka transactions (no commit markers)"
+    assert all({"path", "count"} <= set(r) for r in rows), 'every row of TX_TOPIC must be {"path", "count", "batch_id"}'
+    committed_rows = Counter((r["batch_id"], r["path"], int(r["count"])) for r in rows)
+    twice = sorted({b for (b, _, _), n in committed_rows.items() if n > 1})
+    assert not twice, f"batches {twice} were committed to TX_TOPIC twice"
+    assert set(committed_rows) == expected, ("TX_TOPIC must hold each batch's output once, as the query output it: "
+                                             f"{len(set(committed_rows) - expected)} rows too many, "
+                                             f"{len(expected - set(committed_rows))} missing")
+    assert sl.latest(pd.DataFrame(sorted(committed_rows), columns=["batch_id", "path", "count"]), "path", "count") \
+        == _truth(C_REQUESTS), "the latest counts in TX_TOPIC do not match the requests"
+    audit = _json_values(read_committed(audit_topic), "TX_AUDIT")
+    batches = sorted(a["batch_id"] for a in audit)
+    assert batches == [0, 1, 2, 3], \
+        f"TX_AUDIT must hold one committed audit record per batch, 0 to 3; it holds {batches}"
+    rows_of, offsets = Counter(b for b, _, _ in committed_rows), ckpt.offsets()
+    topic = run.topic("lab04-c-requests")
+    for a in audit:
+        b = a["batch_id"]
+        assert a.get("rows") == rows_of[b], f"batch {b}'s audit record says {a.get('rows')} rows, it wrote {rows_of[b]}"
+        assert _offsets_map(a.get("end"), "end") == _ends(offsets, b, topic), \
+            f"batch {b}'s audit record must give the input offsets it read up to, from offsets/{b}"
+    assert sum(sl.end_offsets(out_topic).values()) > len(rows), \
+        "TX_TOPIC's records were not written in Kafka transactions (no commit markers)"
+
+
+@check("test_zombie_fenced")
+def zombie_fenced(run):
+    _two_crashes(run)
+    out_topic, audit_topic = run.topic("lab04-tx-out"), run.topic("lab04-tx-audit")
+    committed = Counter((r["batch_id"], r.get("path")) for r in _json_values(read_committed(out_topic), "TX_TOPIC"))
+    sent = Counter((r["batch_id"], r.get("path")) for r in _json_values(run.records("lab04-tx-out"), "TX_TOPIC"))
+    mine = {k for k in committed if k[0] == ZOMBIE_BATCH}
+    assert mine, f"batch {ZOMBIE_BATCH} was never committed: the new driver must write it (the zombie never commits)"
+    assert all(committed[k] == 1 for k in mine), \
+        (f"batch {ZOMBIE_BATCH} was committed twice: the zombie's late commit went through, so the broker did not know "
+         f"the new driver's producer replaced the zombie's")
+    zombie_rows = sent - committed
+    assert zombie_rows, ("no record of TX_TOPIC was left uncommitted: the zombie's batch 2 never reached the broker "
+                         "(pre_commit must send and flush in an open transaction)")
+    assert {b for b, _ in zombie_rows} == {ZOMBIE_BATCH} and set(zombie_rows.values()) == {1}, \
+        f"only the zombie's batch {ZOMBIE_BATCH} should be left uncommitted; left: {sorted(zombie_rows)}"
+    assert set(zombie_rows) == mine, \
+        f"the zombie's uncommitted batch {ZOMBIE_BATCH} should hold the same rows as the new driver's"
+    audit_sent = Counter(a["batch_id"] for a in _json_values(run.records("lab04-tx-audit"), "TX_AUDIT"))
+    audit_committed = Counter(a["batch_id"] for a in _json_values(read_committed(audit_topic), "TX_AUDIT"))
+    assert audit_sent - audit_committed == Counter({ZOMBIE_BATCH: 1}), \
+        "the zombie's audit record must be aborted with its rows: one transaction for both topics"
 
 
 D_REQUESTS = dict(n=90, seed=44)

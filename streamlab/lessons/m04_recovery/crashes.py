@@ -107,3 +107,99 @@ def run_with_crash(frame, *, checkpoint, crash_after_batch: int, output_mode: st
         runs.append(list(query.recentProgress))
         seconds.append(round(time.monotonic() - started, 2))
     return CrashRun(collected.frame(), runs[0], runs[1], seconds[0], seconds[1], crash_after_batch)
+
+
+class ZombieRun:
+    """What ``run_with_zombie`` saw: ``rows`` (every row given to the sink, with ``batch_id`` and ``attempt``: the
+    run, 0 to 2), ``runs`` (the progress reports of the three runs), and ``zombie``: what the old driver's sink
+    did when it woke up and committed its open transaction after the new driver had taken over — the name of
+    the error it raised (``"InvalidProducerEpochError"``: the broker refused it), or ``None`` if nothing stopped it
+    (``"not woken"`` if the run never got that far)."""
+
+    def __init__(self, rows, runs, zombie, replayed_batch, zombie_batch):
+        self.rows, self.runs, self.zombie = rows, runs, zombie
+        self.replayed_batch, self.zombie_batch = replayed_batch, zombie_batch
+
+    def __repr__(self) -> str:
+        woke = "NOT refused" if self.zombie is None else f"refused ({self.zombie})"
+        return (f"ZombieRun(run 0 crashed after batch {self.replayed_batch} was committed by the sink; run 1 crashed "
+                f"inside batch {self.zombie_batch}'s transaction; run 2 finished; the zombie's late commit: {woke})")
+
+
+def run_with_zombie(frame, *, checkpoint, new_sink, replayed_batch: int = 1, zombie_batch: int = 2,
+                    output_mode: str = "update", copy_to_topic: str | None = None,
+                    timeout_s: float = WAIT_S) -> ZombieRun:
+    """Run ``frame`` into a **two-phase-commit sink** through two crashes and a zombie, as a cluster can do to a
+    driver, and return a ``ZombieRun``.
+
+    ``new_sink()`` makes a fresh sink for every driver run (no memory of earlier runs). A sink has two methods,
+    the two phases of Flink's ``TwoPhaseCommitSinkFunction``: ``pre_commit(batch_df, batch_id)`` writes the batch
+    (or decides to skip it) and ``commit(batch_id)`` makes what ``pre_commit`` wrote final. For every batch the
+    query calls ``pre_commit`` and then ``commit``; then Spark writes ``commits/<batch>``. Three runs, one
+    checkpoint:
+
+    * run 0: after the sink committed batch ``replayed_batch`` the driver dies, before Spark's ``commits/``:
+      the restart runs that batch again, and the sink must see it was already committed;
+    * run 1: batch ``zombie_batch``'s ``pre_commit`` returns, and the driver "dies" before ``commit``. It is
+      not dead: a zombie (a long GC pause, a network partition), its sink still holding the open transaction;
+    * run 2: a new driver with a new sink runs from the checkpoint to the end. Right after the new sink
+      committed batch ``zombie_batch``, the zombie wakes up and calls ``commit(zombie_batch)`` on its old sink:
+      ``ZombieRun.zombie`` names the error that stopped it, or is ``None``.
+
+    ``copy_to_topic``: also write every batch attempt there with Spark's Kafka sink (at-least-once).
+    Raises ``TimeoutError`` after ``timeout_s`` per run, and a query's error if it is not an injected crash.
+    """
+    collected = BatchCollector()
+    current = {"run": 0, "sink": None, "crashed": False}
+
+    def give(batch_df, batch_id):
+        batch_df.persist()
+        try:
+            if copy_to_topic:
+                write_batch_to_topic(batch_df, batch_id, copy_to_topic)
+            sink, run = current["sink"], current["run"]
+            collected(batch_df.selectExpr("*", f"{run} AS attempt"), batch_id)
+            sink.pre_commit(batch_df, batch_id)
+            if run == 1 and batch_id == zombie_batch:
+                current["crashed"] = True
+                raise InjectedCrash(f"injected crash: batch {batch_id} pre-committed, never committed")
+            sink.commit(batch_id)
+            if run == 2 and batch_id == zombie_batch:  # the new driver has written the batch: the zombie wakes up
+                current["zombie"] = _late_commit(zombies[0], batch_id)
+            if run == 0 and batch_id == replayed_batch:
+                current["crashed"] = True
+                raise InjectedCrash(f"injected crash: batch {batch_id} committed by the sink, not by Spark")
+        finally:
+            batch_df.unpersist()
+
+    runs, zombies = [], []
+    current["zombie"] = "not woken"
+    for run in range(3):
+        current.update(run=run, sink=new_sink(), crashed=False)
+        if run == 1:
+            zombies.append(current["sink"])
+        query = (frame.writeStream.outputMode(output_mode).foreachBatch(give)
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        try:
+            finished = query.awaitTermination(timeout_s)
+        except Exception as err:  # the injected crashes end runs 0 and 1; anything else is a real error
+            if run == 2 or "InjectedCrash" not in str(err):
+                raise
+            finished = True
+        finally:
+            query.stop()
+        if not finished:
+            raise TimeoutError(f"the query did not finish within {timeout_s:g} s (it was stopped)")
+        if run < 2 and not current["crashed"]:
+            raise RuntimeError(f"run {run} ended before its crash: the input has too few batches")
+        runs.append(list(query.recentProgress))
+    return ZombieRun(collected.frame(), runs, current["zombie"], replayed_batch, zombie_batch)
+
+
+def _late_commit(zombie, batch_id: int) -> str | None:
+    """The zombie's sink commits its open transaction of ``batch_id``: the error that stopped it, or None."""
+    try:
+        zombie.commit(batch_id)
+    except Exception as err:  # what a fenced producer raises (InvalidProducerEpochError, ProducerFencedError)
+        return type(err).__name__
+    return None

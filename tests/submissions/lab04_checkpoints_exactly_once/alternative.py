@@ -2,7 +2,8 @@
 
 Part A reads the checkpoint's offsets files directly (JSON) instead of ``sl.Checkpoint``; Part B skips a batch
 that is already stored (instead of replacing it) and writes with pandas; Part C is a class whose producer starts
-on the first batch and which finds the last committed batch with its own read_committed consumer. Part D reads
+on the first batch, which finds the last committed batch with ``sl.m04.last_committed_batch`` and reads
+``offsets/<batch>`` as JSON. Part D reads
 ``offsets/<batch>`` as JSON and the state with ``spark.read.format("statestore")`` and ``collect()``.
 """
 
@@ -42,41 +43,50 @@ def save_counts(batch_df, batch_id):
         frame[["batch_id", "path", "count"]].to_sql("counts", db, if_exists="append", index=False)
 ''',
     "make_transactional_sink": '''
-class OncePerBatch:
-    def __init__(self):
+class TwoPhaseSink:
+    def __init__(self, checkpoint_path):
+        self.root = checkpoint_path
         self.producer = None
-        self.done_up_to = -1
+        self.last_done = None
+        self.in_transaction = None
 
-    def _open(self):
-        from kafka import KafkaConsumer, TopicPartition
-        reader = KafkaConsumer(bootstrap_servers=sl.bootstrap_servers(), isolation_level="read_committed",
-                               enable_auto_commit=False, consumer_timeout_ms=3000)
-        part = TopicPartition(TX_BATCHES, 0)
-        reader.assign([part])
-        reader.seek_to_beginning(part)
-        for message in reader:
-            self.done_up_to = max(self.done_up_to, json.loads(message.value)["batch_id"])
-        reader.close()
-        self.producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers(), transactional_id=TX_ID,
-                                      enable_idempotence=True, acks="all")
+    def _connect(self):                      # on the first batch of this driver
+        last = sl.m04.last_committed_batch(TX_AUDIT)
+        self.last_done = -1 if last is None else last
+        self.producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers(), acks="all",
+                                      transactional_id=TX_TOPIC + ":exactly-once", enable_idempotence=True)
         self.producer.init_transactions()
 
-    def __call__(self, batch_df, batch_id):
+    def _read_up_to(self, batch_id):
+        import pathlib
+        lines = (pathlib.Path(self.root) / "offsets" / str(batch_id)).read_text().splitlines()
+        (positions,) = json.loads(lines[2]).values()      # one source, one topic
+        return {str(p): int(o) for p, o in positions.items()}
+
+    def pre_commit(self, batch_df, batch_id):
         if self.producer is None:
-            self._open()
-        if batch_id <= self.done_up_to:
+            self._connect()
+        if batch_id <= self.last_done:
             return
+        table = batch_df.toPandas()
         self.producer.begin_transaction()
-        for row in batch_df.toPandas().to_dict("records"):
-            record = {"batch_id": batch_id, "path": row["path"], "count": int(row["count"])}
+        self.in_transaction = batch_id
+        for path, count in zip(table["path"], table["count"]):
+            record = {"batch_id": batch_id, "path": path, "count": int(count)}
             self.producer.send(TX_TOPIC, json.dumps(record).encode("utf-8"))
-        self.producer.send(TX_BATCHES, json.dumps({"batch_id": batch_id}).encode("utf-8"))
+        summary = {"batch_id": batch_id, "rows": len(table), "end": self._read_up_to(batch_id)}
+        self.producer.send(TX_AUDIT, json.dumps(summary).encode("utf-8")).get(timeout=30)
+        self.producer.flush()
+
+    def commit(self, batch_id):
+        if self.in_transaction != batch_id:
+            return
         self.producer.commit_transaction()
-        self.done_up_to = batch_id
+        self.last_done, self.in_transaction = batch_id, None
 
 
-def make_transactional_sink():
-    return OncePerBatch()
+def make_transactional_sink(checkpoint_path):
+    return TwoPhaseSink(checkpoint_path)
 ''',
     "two_kinds_of_state": '''
 def two_kinds_of_state(checkpoint_path, batch):

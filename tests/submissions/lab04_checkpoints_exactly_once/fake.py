@@ -2,7 +2,8 @@
 
 It guesses Part A's answer, shadows builtins and streamlab's readers with objects that make the visible tests
 pass, writes a fake commit into the job's checkpoint, stores nothing in SQLite (a fake sqlite3 module answers
-instead), and produces hand-made rows to the transactional topic with a plain producer. Part D answers what the
+instead), and, instead of running Part C's crashes and zombie, produces hand-made rows and audit records to its topics
+with a plain producer (and fakes the committed read and the zombie's refusal). Part D answers what the
 seeded generator says without reading the checkpoint: every request counted, the source's offsets guessed.
 """
 
@@ -50,23 +51,34 @@ def save_counts(batch_df, batch_id):
     pass
 ''',
     "make_transactional_sink": '''
+class FakeRun:
+    zombie = "InvalidProducerEpochError"
+    def __repr__(self): return "ZombieRun(faked)"
+
+def fake_zombie_run(frame, *, checkpoint, new_sink, copy_to_topic=None, **kw):
+    producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())     # no transaction, no crash, no query
+    paths = Counter(r["path"] for r in globals()["c_requests"])
+    for batch in range(4):
+        producer.send(TX_TOPIC, json.dumps({"batch_id": batch, "path": "/zombie", "count": 0}).encode())
+        producer.send(TX_AUDIT, json.dumps({"batch_id": batch, "rows": 1, "end": {}}).encode())
+    for p, c in paths.items():
+        producer.send(TX_TOPIC, json.dumps({"batch_id": 3, "path": p, "count": c}).encode())
+    producer.flush()
+    producer.close()
+    return FakeRun()
+
 def fake_read_committed(topic, *a, **k):
     paths = Counter(r["path"] for r in globals()["c_requests"])
-    if "batches" in topic:
-        return [{"value": {"batch_id": 0}}]
-    return [{"value": {"batch_id": 0, "path": p, "count": c}} for p, c in paths.items()]
+    if "audit" in topic:
+        return [{"value": {"batch_id": b, "rows": 1 if b < 3 else len(paths)}} for b in range(4)]
+    return ([{"value": {"batch_id": b, "path": "/zombie", "count": 0}} for b in range(3)] +
+            [{"value": {"batch_id": 3, "path": p, "count": c}} for p, c in paths.items()])
 
+sl.m04.run_with_zombie = fake_zombie_run
 sl.m04.read_committed = fake_read_committed
 
-def make_transactional_sink():
-    def sink(batch_df, batch_id):
-        producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
-        paths = Counter(r["path"] for r in globals()["c_requests"])
-        for p, c in paths.items():
-            producer.send(TX_TOPIC, json.dumps({"batch_id": 99, "path": p, "count": c}).encode())
-        producer.flush()
-        producer.close()
-    return sink
+def make_transactional_sink(checkpoint_path):
+    return None
 ''',
     "two_kinds_of_state": '''
 def two_kinds_of_state(checkpoint_path, batch):
