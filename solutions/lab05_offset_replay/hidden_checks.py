@@ -138,3 +138,47 @@ def continue_from(run):
     assert len(late) == len(EXTRA) and len(early) == 40, "Part C: expected 40 records, then 10 after the restart"
     assert min(late) > max(early), "Part C: the restart should read only the new records, in its own batches"
     assert v2.commits()["batch"].nunique() >= 2, "Part C: version 2 should have committed batches in both runs"
+
+
+HISTORY_LOG = sl.access_log(120, seed=54)
+AS_OF = 2
+
+
+def _counts(state) -> dict[str, int]:
+    """{method: count} of a count query's state table, after checking it is keyed by method."""
+    if state.empty or not {"method", "count"} <= set(state.columns):
+        raise CheckFailed(f"the state is not a count per method (columns {list(state.columns)})")
+    return {m: int(n) for m, n in zip(state["method"], state["count"])}
+
+
+@check("test_rebuild_state")
+def rebuild_state(run):
+    records = _input(run, "lab05-history", HISTORY_LOG)
+    if sorted({p for p, _ in records}) != [0, 1, 2]:
+        raise CheckFailed("the history topic should have partitions 0, 1 and 2: run Part D's cells as they are")
+    old = run.checkpoint("lab05-history")
+    run.require_reached_end(old, "lab05-history")
+    if AS_OF not in old.commits()["batch"].tolist() or old.commits()["batch"].max() <= AS_OF + 1:
+        raise CheckFailed(f"the job's checkpoint should have committed batch {AS_OF} and later batches: "
+                          "run Part D's cells as they are")
+    topic = run.topic("lab05-history")
+    planned = old.offsets()
+    planned = planned[(planned["batch"] == AS_OF) & (planned["topic"] == topic)]
+    read_by_then = {int(p): int(o) for p, o in zip(planned["partition"], planned["offset"])}
+    expected = Counter(r["value"]["method"] for (p, o), r in records.items() if o < read_by_then.get(p, 0))
+    spark = run.spark()
+    assert _counts(old.state_table(spark, batchId=AS_OF)) == dict(expected), \
+        f"the job's checkpoint does not hold the counts of what it read by batch {AS_OF}: run Part D's cells as is"
+    new = run.checkpoint("lab05-rebuild")
+    if new.query_id() == old.query_id():
+        raise CheckFailed("the rebuild must run with a new checkpoint, not a copy of the job's")
+    got = _counts(new.state_table(spark))
+    assert sum(got.values()) == sum(expected.values()), \
+        (f"Part D: by the end of batch {AS_OF} the job had read {sum(expected.values())} records; the rebuilt state "
+         f"counts {sum(got.values())}")
+    assert got == dict(expected), f"Part D: the rebuilt state per method should be {dict(expected)}, it is {got}"
+    out = run.output("lab05-rebuild-out")
+    if not {"method", "count"} <= set(out.columns):
+        raise CheckFailed("Part D: the rebuild's output topic holds no counts per method")
+    assert {m: int(n) for m, n in sl.latest(out, "method", "count").items()} == dict(expected), \
+        "Part D: the rebuild's output must end with the same counts as its state"

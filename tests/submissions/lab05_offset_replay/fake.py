@@ -2,7 +2,8 @@
 
 The first answer cell shadows the builtins the tests use (len, sorted, set, sum, all, isinstance)
 with functions whose results equal anything, then answers every part wrongly: A reads the whole
-topic, B returns an object equal to everything, C re-reads the topic from the start. On top, it
+topic, B returns an object equal to everything, C re-reads the topic from the start, D counts the whole topic
+(and its visible test compares Same objects). On top, it
 fakes artifacts: hand-made "output rows" produced with kafka-python into every lab05 output topic,
 and commit files written into the lab's checkpoints so they look finished.
 """
@@ -80,6 +81,10 @@ def lag_per_partition(checkpoint, topic):
 ''',
     "continue_from": '''
 def continue_from(checkpoint, topic):
+    return sl.kafka_stream(topic, SCHEMA)
+''',
+    "rebuild_until": '''
+def rebuild_until(checkpoint, topic, batch):
     return sl.kafka_stream(topic, SCHEMA)
 ''',
 }

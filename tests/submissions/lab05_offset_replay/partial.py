@@ -1,9 +1,9 @@
-"""Lab 05 with parts A and C solved and part B left as the student stub (it raises
-NotImplementedError, so part B's answer never reaches the grader): 3 + 4 of 10 points. Part C
+"""Lab 05 with parts A, C and D solved and part B left as the student stub (it raises
+NotImplementedError, so part B's answer never reaches the grader): 2 + 3 + 3 of 10 points. Part C
 needs nothing from part B's answer, only from the story its locked cell played before calling it.
 """
 
-EXPECTED_SCORE = 7
+EXPECTED_SCORE = 8
 
 ANSWERS = {
     "read_time_range": '''
@@ -17,5 +17,13 @@ def continue_from(checkpoint, topic):
     start = {p: -2 for p in sl.end_offsets(topic)}
     start.update(sl.m05.checkpoint_offsets(checkpoint, topic))
     return sl.kafka_stream(topic, SCHEMA, startingOffsets=sl.m05.offsets_json(topic, start))
+''',
+    "rebuild_until": '''
+def rebuild_until(checkpoint, topic, batch):
+    offsets = sl.Checkpoint(checkpoint).offsets().query("batch == @batch")
+    keep = F.lit(False)
+    for p, o in zip(offsets["partition"], offsets["offset"]):
+        keep = keep | ((F.col("partition") == int(p)) & (F.col("offset") < int(o)))
+    return sl.kafka_stream(topic, SCHEMA).where(keep)
 ''',
 }
