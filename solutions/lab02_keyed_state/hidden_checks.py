@@ -11,12 +11,12 @@ from datetime import datetime, timedelta
 import pandas as pd
 
 from streamlab.grading.hidden_checks import CheckFailed, check
-from streamlab.lessons.m02_keyed_state import clicks, state_variable, state_variables, timers
+from streamlab.lessons.m02_keyed_state import clicks, sensor_readings, state_variable, state_variables, timers
 
 RESEND_MS = 40_000                             # Part A: no retry is sent later than this after the first send
 DEDUP_WATERMARK_DELAY = timedelta(seconds=2)   # Part A's watermark
-IDLE_MS = 30_000                               # Part C
-WATERMARK_DELAY = timedelta(seconds=10)        # Part C's watermark
+SILENT_MS = 15_000                             # Part C: a sensor is silent after this long without a reading
+ALARM_WATERMARK_DELAY_MS = 5_000               # Part C's watermark
 
 
 # ----------------------------------------------------------------------------- shared
@@ -190,48 +190,87 @@ def pages_state(run):
 
 # ----------------------------------------------------------------------------- Part C
 
-def _visits_input():
-    return clicks(60, seed=38)
+def _alarms_input() -> list[dict]:
+    """Part C's readings: three sensors, one reading a second, a sensor silent now and then for 40 to 80 s."""
+    return sensor_readings(200, seed=3, silences=0.04)
 
 
-def _visits_expected():
-    """(ended visits {user: clicks}, users still browsing {user: timer time}) for the lab's input:
-    every visit ends IDLE_MS after its last click once the final watermark has passed it (the
-    input's clicks of one user are never IDLE_MS apart, so each user has one visit)."""
-    events = _visits_input()
-    last = {}
-    for e in events:
-        last[e["user"]] = max(last.get(e["user"], _when(e["ts"])), _when(e["ts"]))
-    watermark = max(last.values()) - WATERMARK_DELAY
-    per_user = Counter(e["user"] for e in events)
-    idle = timedelta(milliseconds=IDLE_MS)
-    ended = {u: per_user[u] for u, t in last.items() if t + idle <= watermark}
-    browsing = {u: t + idle for u, t in last.items() if u not in ended}
-    return ended, browsing
+def _ms(ts: str) -> int:
+    return int(_when(ts).timestamp() * 1000)
 
 
-@check("test_visits_closed")
-def visits_closed(run):
-    ended, _ = _visits_expected()
-    ckpt, batches = _ran(run, "visits", _visits_input(), min_batches=3)
-    _variable(run, ckpt, "visit", "ValueState", time_mode="EventTime")
-    out = _output(run, "visits", ["user", "clicks"], batches)
-    got = sorted(zip(out["user"], (int(c) for c in out["clicks"])))
-    assert got == sorted(ended.items()), (f"expected {len(ended)} ended visits (one per idle user, with all its "
-                                          f"clicks); got {len(got)} rows that differ")
-    assert out["batch_id"].nunique() >= 2, "the visits should end along the stream, in several micro-batches"
+def _alarms_expected(ckpt, topic: str):
+    """(messages [(batch, sensor, status, since_ms, at_ms)], deadlines {sensor: timer ms},
+    alarms out {sensor: since_ms}) of a right SilenceAlarm over the lab's readings, cut into the micro-batches
+    the checkpoint committed.
+
+    Batch b reads its records from the end of batch b-1 to its own end (a batch without data, such as the last one,
+    reads none) with the watermark the batches before it moved: their latest reading minus the delay. In a batch,
+    Spark first calls handleInputRows for every sensor with readings (a `back` if its alarm was out; its deadline
+    moves to its latest reading + SILENT_MS), then fires the timers whose deadline the watermark has reached
+    (a `silent`, and no new timer)."""
+    readings = _alarms_input()
+    ends = _batch_ends(ckpt, topic)
+    committed = set(ckpt.commits()["batch"])
+    deadlines, alarmed, messages = {}, {}, []
+    latest, start = None, 0
+    for batch in sorted(b for b in ends if b in committed):
+        watermark = latest - ALARM_WATERMARK_DELAY_MS if latest is not None else 0
+        chunk = readings[start:ends[batch]]
+        times = {}
+        for r in chunk:
+            times.setdefault(r["sensor"], []).append(_ms(r["ts"]))
+        for sensor, ts in times.items():
+            if sensor in alarmed:
+                messages.append((batch, sensor, "back", alarmed.pop(sensor), min(ts)))
+            deadlines[sensor] = max(ts) + SILENT_MS
+        for sensor in sorted(deadlines):
+            if deadlines[sensor] <= watermark:
+                due = deadlines.pop(sensor)
+                alarmed[sensor] = due - SILENT_MS
+                messages.append((batch, sensor, "silent", due - SILENT_MS, due))
+        if chunk:
+            latest = max([latest or 0] + [_ms(r["ts"]) for r in chunk])
+        start = ends[batch]
+    return messages, deadlines, alarmed
 
 
-@check("test_visits_state")
-def visits_state(run):
-    _, browsing = _visits_expected()
-    ckpt, _ = _ran(run, "visits", _visits_input(), min_batches=3)
-    state = _variable(run, ckpt, "visit", "ValueState", time_mode="EventTime")
-    if "user" not in state.columns:
-        raise CheckFailed(f"`visit` should be keyed by user; its columns are {list(state.columns)}")
-    assert sorted(state["user"]) == sorted(browsing), \
-        f"only the {len(browsing)} users still browsing should keep a `visit` state; found {len(state)}"
+@check("test_alarms_output")
+def alarms_output(run):
+    ckpt, batches = _ran(run, "alarms", _alarms_input(), min_batches=10)
+    _declared(run, ckpt, "alarmed", "ValueState", time_mode="EventTime")  # the messages came from a processor
+    expected, _, _ = _alarms_expected(ckpt, run.topic("lab02-alarms-in"))
+    out = _output(run, "alarms", ["sensor", "status", "since_ms", "at_ms"], batches)
+    try:
+        got = sorted((int(b), s, st, int(a), int(t)) for b, s, st, a, t in
+                     zip(out["batch_id"], out["sensor"], out["status"], out["since_ms"], out["at_ms"]))
+    except (TypeError, ValueError):
+        raise CheckFailed("since_ms and at_ms must be epoch milliseconds (LONG)") from None
+    for status in ("silent", "back"):
+        want = sorted(m[1:] for m in expected if m[2] == status)
+        have = sorted(m[1:] for m in got if m[2] == status)
+        assert have == want, (f"expected {len(want)} `{status}` message(s), one per silence"
+                              f"{' that ended' if status == 'back' else ''}, with its sensor and times; "
+                              f"got {len(have)} that differ")
+    unknown = sorted({m[2] for m in got} - {"silent", "back"})
+    assert not unknown, f"the only statuses are `silent` and `back`; got {unknown}"
+    assert got == sorted(expected), \
+        ("the right messages, in the wrong micro-batches: a `silent` comes in the batch whose watermark passes the "
+         "deadline, a `back` in the batch with the sensor's first reading after the silence")
+
+
+@check("test_alarms_state")
+def alarms_state(run):
+    ckpt, _ = _ran(run, "alarms", _alarms_input(), min_batches=10)
+    _, deadlines, alarmed = _alarms_expected(ckpt, run.topic("lab02-alarms-in"))
+    state = _variable(run, ckpt, "alarmed", "ValueState", time_mode="EventTime")
+    if "sensor" not in state.columns:
+        raise CheckFailed(f"`alarmed` should be keyed by sensor; its columns are {list(state.columns)}")
+    assert sorted(state["sensor"]) == sorted(alarmed), \
+        (f"`alarmed` should exist exactly for the sensors whose alarm is out at the end ({sorted(alarmed)}); "
+         f"it holds {sorted(state['sensor'])}")
     registered = timers(ckpt, run.spark())
-    got = sorted((u, t.to_pydatetime()) for u, t in zip(registered["user"], registered["expires_at"]))
-    assert got == sorted(browsing.items()), \
-        "each user still browsing should have exactly one timer, at the last click + IDLE_MS"
+    got = sorted((s, int(t.timestamp() * 1000)) for s, t in zip(registered["sensor"], registered["expires_at"]))
+    assert got == sorted(deadlines.items()), \
+        ("every sensor whose alarm is not out should have exactly one timer, at its latest reading + SILENT_MS, "
+         "and a sensor whose alarm is out none")

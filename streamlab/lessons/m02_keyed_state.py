@@ -2,6 +2,7 @@
 
     clicks = sl.m02.clicks(60, duplicates=0.2)          # users clicking pages; some events sent twice
     readings = sl.m02.sensor_readings(60)               # sensor values with a few spikes
+    readings = sl.m02.sensor_readings(100, silences=0.06)   # ... and sensors that go silent for a while
     ...                                             # a query with transformWithState runs on them
     sl.m02.state_variables(ckpt)                        # which state variables the operator keeps
     sl.m02.state_variable(ckpt, "page_counts")          # one variable as a table (lists/maps flattened)
@@ -93,24 +94,38 @@ def _resend(events: list[dict], rng: random.Random, share: float, after_s: tuple
 
 
 def sensor_readings(n: int = 60, *, seed: int = 42, sensors=("s1", "s2", "s3"), spikes: float = 0.08,
-                    every_s: int = 1) -> list[dict]:
+                    every_s: int = 1, silences: float = 0.0, silent_s: tuple[int, int] = (40, 80)) -> list[dict]:
     """``n`` readings {"sensor", "value", "ts", "spike"}, one every ``every_s`` seconds, in order.
 
     Each sensor reads around its own level (20, 50, 80, ...) with small noise; a share ``spikes``
     of readings jumps 25 above or below the level and carries ``spike: true``, so an alerting query
     can be checked against it. The first three readings of every sensor are never spikes.
+
+    ``silences`` is the chance that a sensor, after one of its readings (not among its first three),
+    **goes silent**: it sends nothing for ``silent_s`` seconds (drawn per silence), then reports
+    again, as a device does when its link drops. One sensor at most is silent at a time, so the
+    others keep the stream (and its watermark) moving; the clock keeps ticking every ``every_s``
+    seconds. With ``silences=0`` (the default) the readings are those of earlier versions.
     """
     rng = random.Random(seed)
     level = {sensor: 20 + 30 * i for i, sensor in enumerate(sensors)}
     seen = {sensor: 0 for sensor in sensors}
+    quiet_until = {sensor: START for sensor in sensors}
     readings = []
-    for i in range(n):
-        sensor = rng.choice(sensors)
+    tick = 0
+    while len(readings) < n:
+        moment = START + timedelta(seconds=tick * every_s)
+        tick += 1
+        awake = [sensor for sensor in sensors if quiet_until[sensor] <= moment]
+        if not awake:
+            continue
+        sensor = rng.choice(awake)
         spike = seen[sensor] >= 3 and rng.random() < spikes
         value = level[sensor] + rng.gauss(0, 1.5) + (rng.choice((-25, 25)) if spike else 0)
         seen[sensor] += 1
-        readings.append({"sensor": sensor, "value": round(value, 2), "ts": _iso(START + timedelta(seconds=i * every_s)),
-                         "spike": spike})
+        readings.append({"sensor": sensor, "value": round(value, 2), "ts": _iso(moment), "spike": spike})
+        if silences and seen[sensor] > 3 and len(awake) == len(sensors) and rng.random() < silences:
+            quiet_until[sensor] = moment + timedelta(seconds=rng.randint(*silent_s))
     return readings
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 import pytest
@@ -69,6 +69,25 @@ def test_sensor_readings_flag_their_spikes():
     for r in readings:
         assert not (r["spike"] and seen[r["sensor"]] < 3), "no spike among a sensor's first three readings"
         seen[r["sensor"]] += 1
+
+
+def test_sensor_readings_with_silences_have_gaps_one_sensor_at_a_time():
+    assert sl.m02.sensor_readings(80, seed=4, silences=0.0) == sl.m02.sensor_readings(80, seed=4)
+    readings = sl.m02.sensor_readings(200, seed=3, silences=0.04)
+    assert readings == sl.m02.sensor_readings(200, seed=3, silences=0.04) and len(readings) == 200
+    times = [_when(r["ts"]) for r in readings]
+    assert times == sorted(times) and len(set(times)) == len(times), "one reading a tick at most, in order"
+    last, silences = {}, []
+    for r, t in zip(readings, times):
+        gap = (t - last[r["sensor"]]).total_seconds() if r["sensor"] in last else 0
+        assert gap <= 10 or 40 <= gap <= 80 + 10, f"{r['sensor']}: a gap of {gap} s is neither a reading nor a silence"
+        if gap > 10:
+            silences.append((r["sensor"], t - timedelta(seconds=gap), t))
+        last[r["sensor"]] = t
+    assert len(silences) >= 2 and len({s for s, _, _ in silences}) < len(silences), "a sensor falls silent twice"
+    for sensor, start, end in silences:   # the others kept sending: the stream never stops
+        others = [t for r, t in zip(readings, times) if r["sensor"] != sensor and start < t < end]
+        assert max(b - a for a, b in zip([start] + others, others + [end])).total_seconds() <= 10
 
 
 # ----------------------------------------------------------------------------- progress, without Spark

@@ -55,20 +55,24 @@ def _expected(part):
                 rows.append({"batch_id": b // 20, "user": u, "page": p, "visits": counts[(u, p)]})
         state = pd.DataFrame([{"user": u, "page": p, "visits": n, "partition_id": 0} for (u, p), n in counts.items()])
         return rows, state, None, g["pages_in"]
-    events = g["visit_clicks"]
-    last = {}
-    for c in events:
-        last[c["user"]] = max(last.get(c["user"], _when(c["ts"])), _when(c["ts"]))
-    watermark = max(last.values()) - timedelta(seconds=10)
-    per_user = Counter(c["user"] for c in events)
-    idle = timedelta(milliseconds=IDLE_MS)
-    ended = [u for u, t in last.items() if t + idle <= watermark]
-    rows = [{"batch_id": 1 + i % 2, "user": u, "clicks": per_user[u]} for i, u in enumerate(ended)]
-    open_users = sorted(set(last) - set(ended))
-    state = pd.DataFrame({"user": open_users, "clicks": [per_user[u] for u in open_users], "partition_id": 0})
-    timers = pd.DataFrame({"user": open_users, "partition_id": 0,
-                           "expires_at": [pd.Timestamp(last[u] + idle) for u in open_users]})
-    return rows, state, timers, g["visits_in"]
+    readings = g["quiet_readings"]
+    last, rows = {}, []
+    for i, r in enumerate(readings):
+        sensor, t = r["sensor"], int(_when(r["ts"]).timestamp() * 1000)
+        if sensor in last and t - last[sensor] > SILENT_MS:
+            rows.append({"batch_id": i // 10, "sensor": sensor, "status": "silent", "since_ms": last[sensor],
+                         "at_ms": last[sensor] + SILENT_MS})
+            rows.append({"batch_id": i // 10, "sensor": sensor, "status": "back", "since_ms": last[sensor], "at_ms": t})
+        last[sensor] = t
+    watermark = max(last.values()) - 5_000
+    silent = sorted(s for s, t in last.items() if t + SILENT_MS <= watermark)
+    rows += [{"batch_id": len(readings) // 10, "sensor": s, "status": "silent", "since_ms": last[s],
+              "at_ms": last[s] + SILENT_MS} for s in silent]
+    state = pd.DataFrame({"sensor": silent, "since_ms": [last[s] for s in silent], "partition_id": 0})
+    armed = sorted(set(last) - set(silent))
+    timers = pd.DataFrame({"sensor": armed, "partition_id": 0,
+                           "expires_at": pd.to_datetime([last[s] + SILENT_MS for s in armed], unit="ms", utc=True)})
+    return rows, state, timers, g["alarms_in"]
 
 
 def _forge_checkpoint(path, topic, batches=3):
@@ -122,8 +126,8 @@ def deduplicate(clicks):
 def count_pages(clicks):
     return clicks
 ''',
-    "visits": '''
-def close_visits(clicks):
-    return clicks
+    "alarms": '''
+def silence_alarms(readings):
+    return readings
 ''',
 }
