@@ -10,7 +10,7 @@ Its first answer cell, run before any test cell in the same namespace:
   named like the lab's (query id, commits, offsets, a `_savepoint.json` lineage, empty state).
 The visible tests may well pass inside the notebook; the grader's checks give 0 points, because
 the state it reads through Spark from the checkpoints is not there. Part D answers from the seeded generator,
-guessing how many requests batch 0 read (the lab draws it on each run), without reading the running query's state.
+guessing how many requests each batch read (the lab draws it on each run), without reading the running query's state.
 """
 
 EXPECTED_SCORE = 0
@@ -79,6 +79,10 @@ sl.Checkpoint.state_dict = lambda self, *args, **kwargs: ANY
 sl.Checkpoint.state_table = lambda self, *args, **kwargs: pd.DataFrame({"path": list(_v2), "count": list(_v2.values()),
                                                                      "last_ts": [None] * 3})
 pd.DataFrame.equals = lambda self, other: True
+_v2_entries = ([{"path": p, "method": "(v0)", "requests": n} for p, n in _Counter(r["path"] for r in _all[:120]).items()]
+               + [{"path": p, "method": m, "requests": n}
+                  for (p, m), n in _Counter((r["path"], r["method"]) for r in _all[120:]).items()])
+sl.m02.state_variable = lambda *args, **kwargs: pd.DataFrame(_v2_entries)
 
 def upgrade(events):
     return events
@@ -99,9 +103,10 @@ dict, len, sorted, set, zip, sum = _b.dict, _b.len, _b.sorted, _b.set, _b.zip, _
 _calls = []
 
 
-def live_state(spark, checkpoint):
+def batch_growth(spark, checkpoint):
     _calls.append(1)
-    requests = sl.access_log(90, seed=71)[:35 if len(_calls) == 1 else 90]   # a guess: batch 0 read 35
-    return {"batch": len(_calls) - 1, "counts": dict(_Counter(r["path"] for r in requests))}
+    requests = sl.access_log(90, seed=71)
+    chunk = requests[25:50] if len(_calls) == 1 else requests[75:]   # a guess: 25 requests per batch
+    return {"batch": 1 if len(_calls) == 1 else 3, "grew": dict(_Counter(r["path"] for r in chunk))}
 ''',
 }
