@@ -11,7 +11,7 @@ c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 c.CourseDirectory.course_id = "stateful-streaming"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "labs"
-# A lab's hidden checks (solutions/<lab>/checks.py) run in the grader's process; students never get them.
+# A lab's hidden checks (solutions/<lab>/hidden_checks.py) run outside the student's kernel; students never get them.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "hidden_checks.py"]
 
 # What students see in place of the solutions.

@@ -24,9 +24,9 @@ Then each lesson's own helpers, under the lesson's number::
     sl.m06   event time and watermarks: controlled micro-batches, and what the watermark did
     sl.m07   savepoints and upgrades: a savepoint the Spark way, trying a change on a copy
 
-The package has three rooms: ``streamlab.stack`` (Java, jars, Kafka, Spark, the doctor),
-``streamlab.lessons`` (these helpers) and ``streamlab.grading`` (the grader); CONTRIBUTING.md says
-where a new module's pieces go.
+The package has four rooms: ``streamlab.stack`` (Java, jars, Kafka, Spark, the doctor),
+``streamlab.lessons`` (these helpers), ``streamlab.grading`` (the grader) and ``streamlab.site`` (the course
+as a website); CONTRIBUTING.md says where a new module's pieces go.
 """
 from .lessons import m02_keyed_state as m02
 from .lessons import m03_state_backends as m03

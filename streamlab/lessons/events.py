@@ -18,14 +18,15 @@ TIMED_EVENT_SCHEMA = "id INT, sensor STRING, value DOUBLE, event_time TIMESTAMP,
 API_ENDPOINTS = [("GET", "/api/a"), ("POST", "/api/b"), ("GET", "/api/c"), ("PUT", "/api/a"), ("GET", "/api/b")]
 
 
-def _iso(moment: datetime) -> str:
+def iso_time(moment: datetime) -> str:
+    """``2026-01-01T09:00:00.000Z``: how the course's events write a time."""
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def article_requests() -> list[dict]:
     """The source article's example: GET /api/a, POST /api/b, GET /api/a (counts 1, 1, 2)."""
     steps = [("GET", "/api/a"), ("POST", "/api/b"), ("GET", "/api/a")]
-    return [{"method": m, "path": p, "ts": _iso(START + timedelta(seconds=i))} for i, (m, p) in enumerate(steps)]
+    return [{"method": m, "path": p, "ts": iso_time(START + timedelta(seconds=i))} for i, (m, p) in enumerate(steps)]
 
 
 def access_log(n: int = 100, *, seed: int = 42, endpoints=API_ENDPOINTS) -> list[dict]:
@@ -37,14 +38,14 @@ def access_log(n: int = 100, *, seed: int = 42, endpoints=API_ENDPOINTS) -> list
     for _ in range(n):
         method, path = rng.choices(endpoints, weights=weights)[0]
         moment += timedelta(milliseconds=rng.randint(50, 1500))
-        events.append({"method": method, "path": path, "ts": _iso(moment)})
+        events.append({"method": method, "path": path, "ts": iso_time(moment)})
     return events
 
 
 def article_offset_reports() -> list[dict]:
     """The source article's consumer-lag example: producer 15 vs consumer 10, 7, 12 (lag 5, 8, 3)."""
     return [{"consumer": "c1", "partition": 0, "producer_offset": 15, "consumer_offset": c,
-             "ts": _iso(START + timedelta(seconds=i))} for i, c in enumerate([10, 7, 12])]
+             "ts": iso_time(START + timedelta(seconds=i))} for i, c in enumerate([10, 7, 12])]
 
 
 def offset_reports(n: int = 30, *, seed: int = 42, consumers=("c1", "c2"), partitions: int = 2) -> list[dict]:
@@ -60,7 +61,7 @@ def offset_reports(n: int = 30, *, seed: int = 42, consumers=("c1", "c2"), parti
         consumed[(consumer, partition)] = rng.randint(consumed[(consumer, partition)], produced[partition])
         moment += timedelta(seconds=1)
         reports.append({"consumer": consumer, "partition": partition, "producer_offset": produced[partition],
-                        "consumer_offset": consumed[(consumer, partition)], "ts": _iso(moment)})
+                        "consumer_offset": consumed[(consumer, partition)], "ts": iso_time(moment)})
     return reports
 
 
@@ -88,7 +89,7 @@ def timed_events(n: int = 200, *, seed: int = 42, sensors=("s1", "s2", "s3"), ev
         else:
             kind, delay = "on_time", 0.0
         events.append({"id": i, "sensor": rng.choice(sensors), "value": round(rng.gauss(20, 5), 2),
-                       "event_time": _iso(event_time), "arrival": kind,
+                       "event_time": iso_time(event_time), "arrival": kind,
                        "_arrives_at": event_time + timedelta(seconds=delay)})
     events.sort(key=lambda e: (e["_arrives_at"], e["id"]))
     for event in events:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..stack.session import spark as new_session
 from .checkpoint import Checkpoint
-from .events import START, _iso
+from .events import START, iso_time
 from .runs import progress_table
 from .streams import BatchCollector
 
@@ -69,7 +69,7 @@ def clicks(n: int = 60, *, seed: int = 42, duplicates: float = 0.0, resent: floa
         slot = rng.randrange(active_users)
         user = browsing[slot]
         page = rng.choices(pages, weights=weights)[0]
-        events.append({"event_id": f"e{i:04d}", "user": user[0], "page": page, "ts": _iso(moment)})
+        events.append({"event_id": f"e{i:04d}", "user": user[0], "page": page, "ts": iso_time(moment)})
         user[1] -= 1
         if user[1] == 0:
             browsing[slot] = arrive()
@@ -89,7 +89,7 @@ def _resend(events: list[dict], rng: random.Random, share: float, after_s: tuple
     sends = list(events)
     for event in [e for e in events if rng.random() < share]:
         sent_again = datetime.fromisoformat(event["ts"]) + timedelta(seconds=rng.randint(*after_s))
-        sends.append(dict(event, ts=_iso(sent_again)))
+        sends.append(dict(event, ts=iso_time(sent_again)))
     return sorted(sends, key=lambda send: send["ts"])
 
 
@@ -123,7 +123,7 @@ def sensor_readings(n: int = 60, *, seed: int = 42, sensors=("s1", "s2", "s3"), 
         spike = seen[sensor] >= 3 and rng.random() < spikes
         value = level[sensor] + rng.gauss(0, 1.5) + (rng.choice((-25, 25)) if spike else 0)
         seen[sensor] += 1
-        readings.append({"sensor": sensor, "value": round(value, 2), "ts": _iso(moment), "spike": spike})
+        readings.append({"sensor": sensor, "value": round(value, 2), "ts": iso_time(moment), "spike": spike})
         if silences and seen[sensor] > 3 and len(awake) == len(sensors) and rng.random() < silences:
             quiet_until[sensor] = moment + timedelta(seconds=rng.randint(*silent_s))
     return readings

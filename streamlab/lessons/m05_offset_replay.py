@@ -28,7 +28,14 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..stack.kafka import TopicNotFoundError, _admin, _encode, bootstrap_servers, end_offsets, list_topics
+from ..stack.kafka import (
+    TopicNotFoundError,
+    admin_client,
+    bootstrap_servers,
+    end_offsets,
+    list_topics,
+    produce,
+)
 from .checkpoint import Checkpoint
 
 
@@ -164,7 +171,7 @@ def delete_records(topic: str, before: Mapping[int, int] | int) -> dict[int, int
     unknown = set(wanted) - set(ends)
     if unknown:
         raise ValueError(f"topic {topic!r} has no partition {sorted(unknown)}; it has {sorted(ends)}")
-    admin = _admin()
+    admin = admin_client()
     try:
         admin.delete_records({TopicPartition(topic, p): min(int(o), ends[p]) for p, o in wanted.items()})
     finally:
@@ -179,7 +186,7 @@ def add_partitions(topic: str, total: int) -> int:
 
     from kafka.admin import NewPartitions
 
-    admin = _admin()
+    admin = admin_client()
     try:
         admin.create_partitions({topic: NewPartitions(total_count=total)})
     finally:
@@ -199,35 +206,23 @@ def produce_with_event_time(topic: str, events: Iterable[dict], *, time_field: s
     (``startingOffsetsByTimestamp``, ``offsets_at``) line up with event times. The topic is set to
     keep its records forever (``retention.ms=-1``): otherwise Kafka's time-based retention would
     delete records whose timestamps are older than a week. Returns how many were sent."""
-    from kafka import KafkaProducer
     from kafka.admin import ConfigResource, ConfigResourceType
 
     if topic not in list_topics():
         raise TopicNotFoundError(f"topic {topic!r} does not exist: create it with new_topic(...) first")
-    admin = _admin()
+    admin = admin_client()
     try:
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "-1"})])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers(), acks="all", linger_ms=5)
-    count = 0
-    try:
-        for event in events:
-            record_key = key(event) if callable(key) else (event[key] if key is not None else None)
-            producer.send(topic, value=_encode(event), key=_encode(record_key),
-                          timestamp_ms=to_millis(event[time_field]))
-            count += 1
-        producer.flush(timeout=60)
-    finally:
-        producer.close()
-    return count
+    return produce(topic, events, key=key, timestamp_ms=lambda event: to_millis(event[time_field]))
 
 
 def consumer_groups(topic: str | None = None) -> list[str]:
     """The consumer groups Kafka knows, or with ``topic`` only those that committed offsets for it.
     Monitoring tools compute lag from a group's committed offsets; a Spark query commits none (its
     offsets live in its checkpoint), so no group shows it."""
-    admin = _admin()
+    admin = admin_client()
     try:
         groups = sorted(group for group, _ in admin.list_consumer_groups())
         if topic is None:

@@ -51,7 +51,8 @@ def ping(servers: str | None = None, timeout_s: float = 10) -> tuple[bool, str]:
     return broker.ping(servers or bootstrap_servers(), timeout_s)
 
 
-def _admin():
+def admin_client():
+    """A Kafka admin client on the course's broker (close it when done)."""
     from kafka import KafkaAdminClient
 
     return KafkaAdminClient(bootstrap_servers=bootstrap_servers(), request_timeout_ms=30000)
@@ -66,7 +67,7 @@ def new_topic(name: str, partitions: int = 2) -> str:
     from kafka.admin import NewTopic
 
     full = f"{topic_prefix()}{name}-{secrets.token_hex(3)}"
-    admin = _admin()
+    admin = admin_client()
     try:
         admin.create_topics([NewTopic(full, num_partitions=partitions, replication_factor=1)])
     finally:
@@ -89,7 +90,7 @@ def _wait_for_topic(topic: str, timeout_s: float = 30) -> None:
 
 
 def list_topics() -> list[str]:
-    admin = _admin()
+    admin = admin_client()
     try:
         return sorted(t for t in admin.list_topics() if not t.startswith("__"))
     finally:
@@ -114,7 +115,7 @@ def delete_topics(topics: list[str]) -> None:
 
     if not topics:
         return
-    admin = _admin()
+    admin = admin_client()
     try:
         for topic in topics:  # one by one: a topic already gone must not keep the others
             try:
@@ -164,12 +165,13 @@ def json_value(value: Any) -> Any:
 
 
 def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], Any] | None = None,
-            partition: int | None = None) -> int:
+            partition: int | None = None, timestamp_ms: Callable[[Any], int] | None = None) -> int:
     """Send records to ``topic`` and wait until Kafka has them all. Returns how many were sent.
 
     A record is sent as its value: dicts as JSON, strings as UTF-8, bytes as they are.
     ``key`` names a field of each dict (or is a function of the record) to use as the Kafka key,
     which decides the partition: records with the same key stay in order in one partition.
+    ``timestamp_ms``: a function of the record giving its Kafka timestamp (default: when it is sent).
 
     The topic must exist (``new_topic(...)`` creates one). The broker would create an unknown topic
     on the first record (``auto.create.topics.enable``, Kafka's default, is on), but with one
@@ -189,7 +191,8 @@ def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], An
                 record_key = key(record)
             elif key is not None:
                 record_key = record[key]
-            producer.send(topic, value=_encode(record), key=_encode(record_key), partition=partition)
+            producer.send(topic, value=_encode(record), key=_encode(record_key), partition=partition,
+                          timestamp_ms=timestamp_ms(record) if timestamp_ms else None)
             count += 1
         producer.flush(timeout=60)
     finally:
@@ -286,7 +289,7 @@ def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10, max_reco
                 raise RecordTooLarge(f"the record at offset {message.offset} of partition {message.partition} "
                                      f"holds {size} bytes; at most {max_record_bytes} are read")
             records.append({"partition": message.partition, "offset": message.offset,
-                            "key": _decode(message.key), "value": _decode(message.value),
+                            "key": decode_value(message.key), "value": decode_value(message.value),
                             "timestamp": message.timestamp})
             if message.offset + 1 >= remaining.get(message.partition, 0):
                 remaining.pop(message.partition, None)
@@ -297,7 +300,8 @@ def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10, max_reco
     return sorted(records, key=lambda r: (r["partition"], r["offset"]))
 
 
-def _decode(raw: bytes | None) -> Any:
+def decode_value(raw: bytes | None) -> Any:
+    """A record's key or value as ``read_topic`` gives it: JSON parsed, else text (None stays None)."""
     if raw is None:
         return None
     text = raw.decode(errors="replace")

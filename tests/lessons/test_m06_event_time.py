@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 
 import streamlab as sl
-from streamlab.lessons.events import _iso
+from streamlab.lessons.events import iso_time
 
 
 def _event(i, second, sensor="s1", arrival="on_time"):
     return {"id": i, "sensor": sensor, "value": float(i), "arrival": arrival,
-            "event_time": _iso(sl.START + timedelta(seconds=second))}
+            "event_time": iso_time(sl.START + timedelta(seconds=second))}
 
 
 def _at(second):
@@ -26,9 +26,9 @@ def _at(second):
 
 def _progress(batch, rows, max_second=None, watermark_second=None, dropped=0, state=0):
     event_time = {"watermark": "1970-01-01T00:00:00.000Z" if watermark_second is None
-                  else _iso(sl.START + timedelta(seconds=watermark_second))}
+                  else iso_time(sl.START + timedelta(seconds=watermark_second))}
     if max_second is not None:
-        event_time["max"] = _iso(sl.START + timedelta(seconds=max_second))
+        event_time["max"] = iso_time(sl.START + timedelta(seconds=max_second))
     return {"batchId": batch, "numInputRows": rows, "eventTime": event_time,
             "stateOperators": [{"numRowsTotal": state, "numRowsDroppedByWatermark": dropped}]}
 

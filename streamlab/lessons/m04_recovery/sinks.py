@@ -7,7 +7,7 @@ import secrets
 import time
 from pathlib import Path
 
-from ...stack.kafka import _decode, bootstrap_servers
+from ...stack.kafka import bootstrap_servers, decode_value
 from ...stack.paths import data_dir
 
 
@@ -127,7 +127,7 @@ def read_committed(topic: str, timeout_s: float = 30) -> list[dict]:
             for messages in consumer.poll(timeout_ms=500).values():
                 for m in messages:
                     records.append({"partition": m.partition, "offset": m.offset,
-                                    "key": _decode(m.key), "value": _decode(m.value)})
+                                    "key": decode_value(m.key), "value": decode_value(m.value)})
     finally:
         consumer.close()
     return sorted(records, key=lambda r: (r["partition"], r["offset"]))

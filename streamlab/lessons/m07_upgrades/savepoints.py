@@ -75,7 +75,7 @@ def take_savepoint(source, name: str, *, spark=None, new_query_id: bool = True) 
         as absolute paths; a plain copy would still read the original's);
       * records its origin in ``_savepoint.json`` (read it with ``savepoint_info``).
     """
-    original = _checkpoint_of(source)
+    original = checkpoint_of(source)
     root = Path(original.path)
     if not (root / "metadata").exists():
         raise SavepointError(f"{original.path} is not a checkpoint (no metadata file)")
@@ -115,7 +115,7 @@ def starting_offsets(checkpoint) -> str:
     """The Kafka position of the checkpoint's last committed batch, as ``startingOffsets`` JSON
     (``{"topic": {"0": 42, "1": 17}}``): where a new job must start reading when it takes over
     this checkpoint's state, so that no record is lost or counted twice."""
-    ckpt = _checkpoint_of(checkpoint)
+    ckpt = checkpoint_of(checkpoint)
     last = ckpt.last_committed_batch()
     if last is None:
         raise SavepointError("the checkpoint has no committed batch")
@@ -170,7 +170,8 @@ def __getattr__(name):  # sl.m07.PathStats: built on first use (see streamlab.le
 
 # -- helpers --------------------------------------------------------------------------------------
 
-def _checkpoint_of(source) -> Checkpoint:
+def checkpoint_of(source) -> Checkpoint:
+    """The ``Checkpoint`` of a checkpoint, a path or a running StreamingQuery."""
     if isinstance(source, Checkpoint):
         return source
     if isinstance(source, (str, Path)):
@@ -214,7 +215,7 @@ def schema_file_paths(checkpoint) -> list[str]:
     """The state-schema files a ``transformWithState`` checkpoint points at: the absolute paths its
     operator metadata (``state/<operator>/_metadata/v2/``, first entry) records. A plain copy of the
     folder still points at the original's files; ``take_savepoint`` re-points them at the copy."""
-    root = Path(_checkpoint_of(checkpoint).path)
+    root = Path(checkpoint_of(checkpoint).path)
     entries = sorted(p for p in root.glob("state/*/_metadata/v2/*") if p.is_file() and not p.name.startswith("."))
     if not entries:
         return []

@@ -7,7 +7,7 @@ branches off the lane of the checkpoint the savepoint was copied from (``savepoi
 from __future__ import annotations
 
 from ..checkpoint import Checkpoint
-from .savepoints import _checkpoint_of, savepoint_info
+from .savepoints import checkpoint_of, savepoint_info
 
 
 def plot_version_tree(versions: dict, ax=None, *, topic: str | None = None):
@@ -31,7 +31,7 @@ def plot_version_tree(versions: dict, ax=None, *, topic: str | None = None):
         if info:
             by_path.setdefault(info["taken_from"], None)
     for name, ckpt in versions.items():
-        ckpt = _checkpoint_of(ckpt)
+        ckpt = checkpoint_of(ckpt)
         info = savepoint_info(ckpt)
         start = _records_read(ckpt, info["batch"], topic) if info else 0
         end = _records_read(ckpt, ckpt.last_committed_batch(), topic)
