@@ -90,7 +90,7 @@ def reveal(path):
             print("READ", path, open(path, errors="replace").read()[:3000])
     except OSError as err:
         print("denied", path, type(err).__name__)
-for path in [f"{ROOT}/solutions/{LAB}/checks.py", f"{ROOT}/solutions/{LAB}/{LAB}.ipynb", SUBS, OUT,
+for path in [f"{ROOT}/solutions/{LAB}/hidden_checks.py", f"{ROOT}/solutions/{LAB}/{LAB}.ipynb", SUBS, OUT,
              OUT + "/results", OUT + "/course", "/proc/1/environ"]:
     reveal(path)
 print("ENV", dict(os.environ))
