@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import socket
 import sys
@@ -48,20 +49,29 @@ class Cluster:
     started: str  # what `streamlab cluster start` printed
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _free_ports() -> tuple[int, int]:
-    """A free port for the master, and one for its web UI whose next port (the worker's UI) is free too."""
-    master = _free_port()
-    for _ in range(50):
-        ui = _free_port()
-        if master not in (ui, ui + 1) and port_is_free(ui + 1):
-            return master, ui
-    raise RuntimeError("found no two consecutive free ports")
+    """A free port for the master, and one for its web UI whose next port (the worker's UI) is free too.
+
+    Taken below Linux's ephemeral range (32768-60999 by default): a port the kernel hands out to any client's
+    connection or to a server asking for port 0 (the broker's clients, Spark, other tests running beside this
+    one) could be taken between this check and the cluster's start, and was once (the worker's UI port)."""
+    low, high = _ephemeral_range()
+    candidates = [p for p in range(20000, min(low, 32768) - 1)] or list(range(high + 1, 65000))
+    random.shuffle(candidates)
+    free = [p for p in candidates[:400] if port_is_free(p)]
+    for master in free:
+        for ui in free:
+            if master not in (ui, ui + 1) and port_is_free(ui + 1):
+                return master, ui
+    raise RuntimeError("found no free ports for the cluster")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def _master(ui: str) -> dict:
