@@ -63,8 +63,8 @@ def _first_run_batches(ckpt) -> list[int]:
     return [b for b in _committed(ckpt) if b in read.index and int(read[b]) <= len(FIRST_RUN)]
 
 
-@check("test_rocksdb_provider", "test_changelog_files")
-def changelog(run):
+def _changelog_checkpoint(run):
+    """Part A's checkpoint, proven to be the RocksDB + changelog query over the setup cell's visits."""
     ckpt = run.checkpoint("lab03-changelog")
     topic = run.topic("lab03-users")
     if committed_offsets(ckpt, topic) != {0: 1500, 1: 1500}:
@@ -72,17 +72,86 @@ def changelog(run):
     provider = provider_of(ckpt)
     assert provider == "rocksdb", f"part A's checkpoint was created with the {provider} provider, not RocksDB"
     files = state_files(ckpt)
-    kinds = set(files["kind"])
-    assert "delta" not in kinds, "part A's checkpoint holds .delta files"
+    files = files[files["operator"] == 0]
+    assert "delta" not in set(files["kind"]), "part A's checkpoint holds .delta files"
     logs = files[files["kind"] == "changelog"]
     batches = _committed(ckpt)
     for partition in (0, 1):
         versions = sorted(int(v) for v in logs.loc[logs["partition"] == partition, "version"])
         assert versions == [b + 1 for b in batches], \
             "part A's checkpoint does not hold one .changelog per batch: changelog checkpointing was off"
+    return ckpt, files, batches
+
+
+def _true_plan(files, batch) -> dict[int, list[str]]:
+    """{partition: files to read}: the latest snapshot at or before version batch + 1, then the changelogs after it."""
+    version = batch + 1
+    plan = {}
+    for partition, mine in files.groupby("partition"):
+        mine = mine[mine["version"].notna() & (mine["version"] <= version)]
+        zips = sorted(int(v) for v in mine.loc[mine["kind"] == "zip", "version"])
+        base = zips[-1] if zips else 0
+        logs = sorted(int(v) for v in mine.loc[mine["kind"] == "changelog", "version"] if v > base)
+        plan[int(partition)] = ([f"{base}.zip"] if zips else []) + [f"{v}.changelog" for v in logs]
+    return plan
+
+
+def _given_plans(run) -> tuple[dict[int, dict[int, list[str]]], float]:
+    """The plans part A's cell sent, and when it sent them (the record's Kafka timestamp, in seconds)."""
+    records = run.records("lab03-restore-answer", limit=10)
+    if len(records) != 1 or not isinstance(records[0]["value"], dict):
+        raise CheckFailed("the topic 'lab03-restore-answer' should hold exactly one answer record: "
+                          "run the part's cells once")
+    plans = records[0]["value"].get("plans")
+    if not isinstance(plans, dict):
+        raise CheckFailed("no restore_plan results: run part A's cells once")
+    try:
+        given = {int(b): {int(p): [str(n) for n in names] for p, names in plan.items()} for b, plan in plans.items()}
+    except (TypeError, ValueError, AttributeError):
+        raise CheckFailed("restore_plan must return {partition: [file names]}") from None
+    return given, records[0]["timestamp"] / 1000
+
+
+def _seen_at(ckpt, files, sent):
+    """The files as they were when the answer was sent: background maintenance may upload a snapshot
+    (a .zip) after the query stopped, later than the student's function looked."""
+    zips = files["kind"] == "zip"
+    later = files["file"].map(lambda f: Path(ckpt.path, f).stat().st_mtime > sent)
+    return files[~(zips & later)]
+
+
+def _plan_matches(run, files, given, batch):
+    truth = _true_plan(files, batch)
+    got = given.get(batch)
+    assert got is not None, f"no restore_plan for batch {batch}"
+    for partition, names in truth.items():
+        assert got.get(partition) == names, \
+            f"restore_plan is wrong for batch {batch}, state partition {partition}"
+    assert sorted(got) == sorted(truth), f"restore_plan for batch {batch} names partitions that do not exist"
+
+
+@check("test_restore_last")
+def restore_last(run):
+    ckpt, files, batches = _changelog_checkpoint(run)
     expected = _expected(FIRST_RUN)
-    assert _latest(run.output("lab03-changelog-out")) == expected, "part A's query output wrong counts"
     assert _state_counts(run, ckpt) == expected, "part A's state store does not hold the counts per user"
+    given, sent = _given_plans(run)
+    _plan_matches(run, _seen_at(ckpt, files, sent), given, batches[-1])
+
+
+@check("test_restore_every")
+def restore_every(run):
+    ckpt, files, batches = _changelog_checkpoint(run)
+    output = run.output("lab03-changelog-out")
+    assert _latest(output) == _expected(FIRST_RUN), "part A's query output wrong counts"
+    given, sent = _given_plans(run)
+    files = _seen_at(ckpt, files, sent)
+    assert sorted(given) == batches, f"expected a restore_plan for each committed batch {batches}"
+    for batch in batches:
+        _plan_matches(run, files, given, batch)
+        state = ckpt.state_table(run.spark(), batchId=batch)  # what a restore as of this batch rebuilds
+        assert {u: int(c) for u, c in zip(state["user"], state["count"])} == \
+            _latest(output[output["batch_id"] <= batch]), f"the state as of batch {batch} does not match the output"
 
 
 def _bytes_part(run, which, ckpt, kind):

@@ -15,6 +15,7 @@ Spark has two state store providers (Flink would say *state backends*):
     sl.m03.state_files(ckpt)                 # one row per state file: version, kind, bytes
     sl.m03.state_bytes_per_batch(ckpt)       # bytes each batch added to the checkpoint's state
     sl.m03.heap_used(spark)                  # bytes used in the driver's JVM heap (after a GC)
+    sl.m03.wait_for_snapshot(ckpt, 6)        # until every state partition has its 6.zip uploaded
     m = sl.m03.measure_state_store(frame, "rocksdb", checkpoint=ckpt)
     m.table                              # per batch: keys, batch time, state memory, bytes written
 """
@@ -164,6 +165,28 @@ def heap_used(spark, *, gc: bool = True) -> int | None:
         jvm.java.lang.System.gc()
     runtime = jvm.java.lang.Runtime.getRuntime()
     return int(runtime.totalMemory() - runtime.freeMemory())
+
+
+def wait_for_snapshot(checkpoint, version: int, *, operator: int = 0, timeout: float = 60.0) -> list[int]:
+    """Wait until every state partition folder of ``operator`` holds ``<version>.zip``; return the partitions.
+
+    With RocksDB changelog checkpointing, a batch only *makes* its snapshot on the executor's disk;
+    the background maintenance uploads the latest one later, possibly after the query stopped.
+    Wait for the snapshot of a query's last version before reading its files, so that no upload
+    changes them afterwards. Raises ``TimeoutError`` if one is still missing after ``timeout`` seconds
+    (no snapshot was made at that version: see ``minDeltasForSnapshot``)."""
+    root = Path(str(checkpoint), "state", str(operator))
+    deadline = time.monotonic() + timeout
+    while True:
+        folders = sorted((p for p in root.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)) \
+            if root.is_dir() else []
+        missing = [p.name for p in folders if not (p / f"{version}.zip").is_file()]
+        if folders and not missing:
+            return [int(p.name) for p in folders]
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no {version}.zip in state partition(s) {missing or 'any'} of {root} "
+                               f"after {timeout:g} s")
+        time.sleep(0.2)
 
 
 def heap_max(spark) -> int | None:

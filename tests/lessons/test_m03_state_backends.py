@@ -137,3 +137,17 @@ def test_measure_both_providers_on_the_same_topic(spark):
     assert "changelog" in kinds["rocksdb"] and "delta" not in kinds["rocksdb"]
     assert any(c.startswith("state_rocksdb") for c in runs["rocksdb"].table.columns)
     assert any(c.startswith("state_loadedMapCache") for c in runs["hdfs"].table.columns)
+
+
+def test_wait_for_snapshot_returns_the_partitions_once_every_zip_is_there(tmp_path):
+    for partition in ("0", "1"):
+        (tmp_path / "state" / "0" / partition).mkdir(parents=True)
+        (tmp_path / "state" / "0" / partition / "6.changelog").write_bytes(b"x")
+    (tmp_path / "state" / "0" / "_metadata").mkdir()
+    (tmp_path / "state" / "0" / "0" / "6.zip").write_bytes(b"PK")
+    with pytest.raises(TimeoutError, match=r"6.zip in state partition\(s\) \['1'\]"):
+        backends.wait_for_snapshot(tmp_path, 6, timeout=0)
+    (tmp_path / "state" / "0" / "1" / "6.zip").write_bytes(b"PK")
+    assert backends.wait_for_snapshot(tmp_path, 6, timeout=0) == [0, 1]
+    with pytest.raises(TimeoutError, match="any"):
+        backends.wait_for_snapshot(tmp_path / "nothing", 6, timeout=0)

@@ -1,19 +1,25 @@
 """A correct Lab 03 written differently from the reference solution (the generic grading test puts
 each answer into the answer cell with the same grade id of the released notebook).
 
-Part A builds the settings from the package's provider table and a Python bool; part B works on
+Part A works on `sl.m03.state_files` (pandas: group by partition, filter by version) instead of walking folders; part B works on
 `sl.m03.state_files` (pandas) instead of walking folders; part C uses `sl.m03.provider_of` and a regular
 expression over `os.walk`. It must get full marks all the same.
 """
 
 ANSWERS = {
-    "changelog_settings": '''
-def changelog_settings():
-    from streamlab.stack.session import STATE_STORES
-    settings = dict()
-    settings["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = True
-    settings["spark.sql.streaming.stateStore.providerClass"] = STATE_STORES["rocksdb"]
-    return settings
+    "restore_plan": '''
+def restore_plan(checkpoint_path, batch):
+    files = sl.m03.state_files(checkpoint_path)
+    files = files[(files["operator"] == 0) & files["kind"].isin(["zip", "changelog"])]
+    plan = {}
+    for partition, group in files.groupby("partition"):
+        usable = group[group["version"] <= batch + 1].sort_values("version")
+        snapshots = usable[usable["kind"] == "zip"]
+        start = snapshots["version"].iloc[-1] if len(snapshots) else 0
+        replay = usable[(usable["kind"] == "changelog") & (usable["version"] > start)]
+        names = [Path(f).name for f in snapshots["file"].iloc[-1:]] + [Path(f).name for f in replay["file"]]
+        plan[partition] = names
+    return plan
 ''',
     "bytes_per_batch": '''
 def bytes_per_batch(checkpoint_path):

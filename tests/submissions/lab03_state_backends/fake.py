@@ -15,7 +15,7 @@ The visible tests may well pass inside the notebook; the grader's checks outside
 EXPECTED_SCORE = 0
 
 ANSWERS = {
-    "changelog_settings": '''
+    "restore_plan": '''
 import json, os, types
 import pandas as pd
 import streamlab as sl
@@ -64,9 +64,11 @@ for name, kind in (("lab03-changelog", "changelog"), ("lab03-hdfs", "delta")):
             "v1\\n" + json.dumps({"batchWatermarkMs": 0, "conf": conf}) + "\\n{}\\n")
         for part in ("0", "1"):
             open(os.path.join(folder, "state", "0", part, f"{batch + 1}.{kind}"), "wb").write(b"x" * 100)
+            if batch % 2 and kind == "changelog":
+                open(os.path.join(folder, "state", "0", part, f"{batch + 1}.zip"), "wb").write(b"PK")
 
-def changelog_settings():
-    return {}
+def restore_plan(checkpoint_path, batch):
+    return {0: [f"{batch + 1}.changelog"], 1: [f"{batch + 1}.changelog"]}
 ''',
     "bytes_per_batch": '''
 def bytes_per_batch(checkpoint_path):
@@ -77,7 +79,7 @@ def restart_facts(checkpoint_path):
     from kafka import KafkaProducer
     from streamlab.stack.kafka import topic_prefix
     producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
-    for name in ("lab03-facts-answer-fa4e00", "lab03-bytes-answer-fa4e00"):
+    for name in ("lab03-facts-answer-fa4e00", "lab03-bytes-answer-fa4e00", "lab03-restore-answer-fa4e00"):
         producer.send(topic_prefix() + name, json.dumps({"restarted": {"provider": "hdfs", "state_partitions": 2,
                       "last_version": 8}, "changelog": {"provider": "rocksdb", "state_partitions": 2,
                       "last_version": 6}}).encode())
