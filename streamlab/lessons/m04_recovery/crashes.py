@@ -92,16 +92,7 @@ def run_with_crash(frame, *, checkpoint, crash_after_batch: int, output_mode: st
             attempt["sink"] = new_sink()
         started = time.monotonic()
         query = start(function)
-        try:
-            finished = query.awaitTermination(timeout_s)
-        except Exception as err:  # the injected crash ends the first run; anything else is a real error
-            if number != 0 or "InjectedCrash" not in str(err):
-                raise
-            finished = True
-        finally:
-            query.stop()
-        if not finished:
-            raise TimeoutError(f"the query did not finish within {timeout_s:g} s (it was stopped)")
+        _await_run(query, timeout_s, crash_expected=number == 0)
         if number == 0 and not function.crashed():
             raise RuntimeError(f"the query ended before batch {crash_after_batch}: nothing was crashed")
         runs.append(list(query.recentProgress))
@@ -180,20 +171,26 @@ def run_with_zombie(frame, *, checkpoint, new_sink, replayed_batch: int = 1, zom
             zombies.append(current["sink"])
         query = (frame.writeStream.outputMode(output_mode).foreachBatch(give)
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-        try:
-            finished = query.awaitTermination(timeout_s)
-        except Exception as err:  # the injected crashes end runs 0 and 1; anything else is a real error
-            if run == 2 or "InjectedCrash" not in str(err):
-                raise
-            finished = True
-        finally:
-            query.stop()
-        if not finished:
-            raise TimeoutError(f"the query did not finish within {timeout_s:g} s (it was stopped)")
+        _await_run(query, timeout_s, crash_expected=run < 2)
         if run < 2 and not current["crashed"]:
             raise RuntimeError(f"run {run} ended before its crash: the input has too few batches")
         runs.append(list(query.recentProgress))
     return ZombieRun(collected.frame(), runs, current["zombie"], replayed_batch, zombie_batch)
+
+
+def _await_run(query, timeout_s: float, *, crash_expected: bool) -> None:
+    """Wait for one run of a crash demo and always stop it. A run meant to crash may end with the injected
+    crash; any other error is real and raised, and a run still going after ``timeout_s`` raises ``TimeoutError``."""
+    try:
+        finished = query.awaitTermination(timeout_s)
+    except Exception as err:
+        if not crash_expected or "InjectedCrash" not in str(err):
+            raise
+        finished = True
+    finally:
+        query.stop()
+    if not finished:
+        raise TimeoutError(f"the query did not finish within {timeout_s:g} s (it was stopped)")
 
 
 def _late_commit(zombie, batch_id: int) -> str | None:
