@@ -4,42 +4,81 @@ Never released to students (see streamlab/grading/hidden_checks.py). Each check 
 locked cells left behind — checkpoints and topics named ``lab01-...`` — and compares it with
 values computed here from the lab's seeded inputs.
 """
-from collections import Counter
-
 from streamlab.grading.hidden_checks import CheckFailed, check
 from streamlab.lessons import events
 
-LAG_COLUMNS = ["consumer", "partition", "producer_offset", "consumer_offset", "lag"]
+ALERT_COLUMNS = ["consumer", "partition", "producer_offset", "consumer_offset", "lag", "alert"]
+NEEDS_STATE = {"stuck", "max lag", "first report"}
+FIRST_FOUR = events.article_requests() + [{"method": "PUT", "path": "/api/a", "ts": "2026-01-01T09:00:03Z"}]
 
 
-def _lags(report_list):
+def _reports() -> list[dict]:
+    reports = events.offset_reports(40, seed=7)
+    return reports + [{**r, "consumer_offset": r["producer_offset"] + 3} for r in reports[::8]]
+
+
+def _alert(lag: int) -> str:
+    return "bad report" if lag < 0 else "behind" if lag >= 25 else "ok"
+
+
+def _expected_alerts(reports) -> list[tuple]:
     return sorted((r["consumer"], r["partition"], r["producer_offset"], r["consumer_offset"],
-                   r["producer_offset"] - r["consumer_offset"]) for r in report_list)
+                   r["producer_offset"] - r["consumer_offset"], _alert(r["producer_offset"] - r["consumer_offset"]))
+                  for r in reports)
 
 
-def _lag_part(run, name, input_topic, reports):
+def _require_input(run, topic: str, sent: list[dict]) -> None:
+    """The part's input topic holds exactly what its locked cell sends: nothing swapped in the kernel."""
+    got = [r["value"] for r in run.records(topic, limit=10 * len(sent))]
+    if sorted(map(repr, got)) != sorted(map(repr, sent)):
+        raise CheckFailed(f"topic {topic!r} does not hold the lab's seeded input: run the notebook top to bottom")
+
+
+def _alert_part(run, name: str, input_topic: str, reports: list[dict]) -> None:
     ckpt = run.checkpoint(name)
     run.require_reached_end(ckpt, input_topic)
     if any(f.startswith("state/") for f in ckpt.files()):
-        raise CheckFailed("the lag query keeps state: consumer lag is a stateless projection")
+        raise CheckFailed("the alert query keeps state: these alerts are decided from each report alone")
     out = run.output(f"{name}-out")
-    missing = [c for c in LAG_COLUMNS if c not in out.columns]
+    missing = [c for c in ALERT_COLUMNS if c not in out.columns]
     if missing:
-        raise CheckFailed(f"the lag query's output has no column(s) {missing}")
-    got = sorted(tuple(int(v) if not isinstance(v, str) else v for v in row)
-                 for row in out[LAG_COLUMNS].itertuples(index=False))
-    assert got == _lags(reports), "the lag query's output does not match lag = producer_offset - consumer_offset"
+        raise CheckFailed(f"the alert query's output has no column(s) {missing}")
+    got = sorted(tuple(v if isinstance(v, str) else int(v) for v in row)
+                 for row in out[ALERT_COLUMNS].itertuples(index=False))
+    assert got == _expected_alerts(reports), \
+        "the alerts do not match: lag = producer_offset - consumer_offset; bad report below 0, behind from 25"
 
 
-@check("test_lag_article")
-def lag_article(run):
-    _lag_part(run, "lab01-lag-article", "lab01-article-reports", events.article_offset_reports())
+@check("test_alerts")
+def alerts(run):
+    reports = _reports()
+    _require_input(run, "lab01-reports", reports)
+    ckpt = run.checkpoint("lab01-alerts")
+    if len(ckpt.commits()) < 2:
+        raise CheckFailed("the in-order run should take several micro-batches (5 reports each)")
+    _alert_part(run, "lab01-alerts", "lab01-reports", reports)
 
 
-@check("test_lag_stateless")
-def lag_stateless(run):
-    reports = events.offset_reports(40, seed=7)
-    _lag_part(run, "lab01-lag-twice", "lab01-reports-twice", reports + reports)
+@check("test_alerts_any_order")
+def alerts_any_order(run):
+    reports = _reports()[::-1]
+    _require_input(run, "lab01-reports-reversed", reports)
+    _alert_part(run, "lab01-alerts-reversed", "lab01-reports-reversed", reports)
+
+
+@check("test_needs_state")
+def needs_state(run):
+    answers = run.records("lab01-needs-state", limit=10)
+    if len(answers) != 1 or not isinstance(answers[0]["value"], dict) \
+            or not isinstance(answers[0]["value"].get("needs_state"), list):
+        raise CheckFailed("the answer of alerts_needing_state() did not reach the grader: run Part A's cells once")
+    assert set(answers[0]["value"]["needs_state"]) == NEEDS_STATE, \
+        "not the alerts that need state: which ones depend on reports received before?"
+
+
+def _methods(requests) -> dict[str, int]:
+    paths = {r["path"] for r in requests}
+    return {p: len({r["method"] for r in requests if r["path"] == p}) for p in paths}
 
 
 def _latest(rows, key="path"):
@@ -48,34 +87,46 @@ def _latest(rows, key="path"):
     if key not in rows.columns or len(values) != 1:
         raise CheckFailed(f"expected output rows with `{key}` and one count column, got {list(rows.columns)}")
     ordered = rows.sort_values("batch_id", kind="stable")
-    return {p: int(c) for p, c in zip(ordered[key], ordered[values[0]])}
+    try:
+        return {p: int(c) for p, c in zip(ordered[key], ordered[values[0]])}
+    except (TypeError, ValueError):
+        raise CheckFailed(f"the count column {values[0]!r} should hold whole numbers") from None
 
 
-def _state_counts(run, ckpt):
-    state = ckpt.state_table(run.spark())
-    values = [c for c in state.columns if c not in ("path", "partition_id")]
-    if "path" not in state.columns or len(values) != 1:
-        raise CheckFailed(f"expected state keyed by path with one count, got columns {list(state.columns)}")
-    if state["path"].duplicated().any():
-        raise CheckFailed("the state store should hold one row per path")
-    return {p: int(c) for p, c in zip(state["path"], state[values[0]])}
+def _paths_in_state(run, ckpt) -> list[str]:
+    """The keys of the state store keyed by path alone (the count, or the set of methods, per path)."""
+    operators = sorted({int(f.split("/")[1]) for f in ckpt.files()
+                        if f.startswith("state/") and f.split("/")[1].isdigit()})
+    if not operators:
+        raise CheckFailed("the query keeps no state: how would it know which methods a path has seen?")
+    if len(operators) > 3:
+        raise CheckFailed(f"the query has {len(operators)} stateful operators; one or two are enough")
+    for operator in reversed(operators):
+        table = ckpt.state_table(run.spark(), operatorId=operator)
+        if "path" in table.columns and "method" not in table.columns:
+            return list(table["path"])
+    raise CheckFailed("no state store is keyed by path: the answer per path should live in state keyed by path")
 
 
-@check("test_counts_article", "test_counts_state")
-def counts(run):
+@check("test_methods_steps", "test_methods_state")
+def methods(run):
+    more = events.access_log(60, seed=11)
+    _require_input(run, "lab01-requests", FIRST_FOUR + more)
     ckpt = run.checkpoint("lab01-requests")
     run.require_reached_end(ckpt, "lab01-requests")
-    operators = {f.split("/")[1] for f in ckpt.files() if f.startswith("state/")}
-    assert operators == {"0"}, f"counting should use one stateful operator; the checkpoint holds {len(operators)}"
+    read = ckpt.offsets().groupby("batch")["offset"].sum()
+    ends = {int(total): int(batch) for batch, total in read.items()}   # the last batch ending after n records
+    if any(n not in ends for n in (1, 2, 3, 4)):
+        raise CheckFailed("the first four requests should each have their own micro-batch")
     out = run.output("lab01-requests-out")
-    first_batches = sorted(out["batch_id"].unique())[:3]
-    per_batch = [_latest(out[out["batch_id"] == b]) for b in first_batches]
-    assert per_batch == [{"/api/a": 1}, {"/api/b": 1}, {"/api/a": 2}], \
-        "the first three micro-batches should output /api/a=1, /api/b=1, /api/a=2"
-    more = events.access_log(60, seed=11)
-    expected = dict(Counter(r["path"] for r in events.article_requests() + more))
-    assert _latest(out) == expected, "the latest counts in the output are not the counts of all requests"
-    assert _state_counts(run, ckpt) == expected, "the state store does not hold the counts of all requests"
+    after_each = [_latest(out[out["batch_id"] <= ends[n]]) if len(out) else {} for n in (1, 2, 3, 4)]
+    assert after_each == [{"/api/a": 1}, {"/api/a": 1, "/api/b": 1}, {"/api/a": 1, "/api/b": 1},
+                          {"/api/a": 2, "/api/b": 1}], \
+        "after GET /api/a, POST /api/b, GET /api/a, PUT /api/a the counts should be a=1; a=1 b=1; the same; a=2 b=1"
+    expected = _methods(FIRST_FOUR + more)
+    assert _latest(out) == expected, "the latest counts in the output are not the methods of each path"
+    paths = _paths_in_state(run, ckpt)
+    assert sorted(paths) == sorted(expected), "the state keyed by path should hold one row per path"
     last = out[out["batch_id"] == out["batch_id"].max()]
     assert set(last["path"]) <= {r["path"] for r in more}, "update mode outputs only the paths that changed"
 
@@ -83,7 +134,8 @@ def counts(run):
 @check("test_restart_totals", "test_restart_checkpoint")
 def restart(run):
     first = events.access_log(50, seed=3)
-    second = events.access_log(30, seed=4, endpoints=[("GET", "/api/a"), ("GET", "/api/d")])
+    second = events.access_log(30, seed=4, endpoints=[("DELETE", "/api/a"), ("GET", "/api/d")])
+    _require_input(run, "lab01-requests-restart", first + second)
     ckpt = run.checkpoint("lab01-restart")
     run.require_reached_end(ckpt, "lab01-requests-restart")
     offsets = ckpt.offsets()
@@ -93,14 +145,9 @@ def restart(run):
     if not first_run:
         raise CheckFailed("no committed batch ends where the first run should have stopped "
                           f"({len(first)} records): the query did not run twice on one checkpoint")
-    expected = dict(Counter(r["path"] for r in first + second))
-    assert _state_counts(run, ckpt) == expected, "after the restart the state store should hold the totals of both runs"
-    # what the restart output (run_counts' rows, handed out by Part C's locked cell): the paths of the records
-    # it read, the ones after the first run's end in the topic, with the totals of both runs
-    stop = offsets[offsets["batch"] == max(first_run)]
-    stop = {int(p): int(o) for p, o in zip(stop["partition"], stop["offset"])}
-    changed = {r["value"]["path"] for r in run.records("lab01-requests-restart")
-               if r["offset"] >= stop.get(r["partition"], 0) and isinstance(r["value"], dict)}
+    expected = _methods(first + second)
+    assert sorted(_paths_in_state(run, ckpt)) == sorted(expected), \
+        "after the restart the state should hold every path of both runs"
     answers = run.records("lab01-restart-answer", limit=10)
     if len(answers) != 1 or not isinstance(answers[0]["value"], dict) \
             or not isinstance(answers[0]["value"].get("latest"), dict):
@@ -108,6 +155,8 @@ def restart(run):
     try:
         latest = {path: int(n) for path, n in answers[0]["value"]["latest"].items()}
     except (TypeError, ValueError):
-        raise CheckFailed("the restart's output should count requests per path in whole numbers") from None
+        raise CheckFailed("the restart's output should count methods per path in whole numbers") from None
+    # the restart reads only the second run's records: DELETE /api/a (a method /api/a had not seen) and GET /api/d
+    changed = {r["path"] for r in second}
     assert set(latest) == changed, "the restart should read only the new records and output only the paths they changed"
-    assert latest == {p: expected[p] for p in changed}, "the restart's counts should carry on from the first run's"
+    assert latest == {p: expected[p] for p in changed}, "the restart should carry on from the first run's state"

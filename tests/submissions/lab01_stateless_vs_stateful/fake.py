@@ -13,7 +13,7 @@ The visible tests may well pass inside the notebook; the grader's checks outside
 EXPECTED_SCORE = 0
 
 ANSWERS = {
-    "lag_query": '''
+    "lag_alerts": '''
 import json, os, types
 import pandas as pd
 import streamlab as sl
@@ -49,7 +49,7 @@ pd.DataFrame.equals = lambda self, other: True
 
 # hand-made "checkpoints" where the grader will look, that look like Spark's
 root = os.path.join(os.environ.get("STREAMLAB_DATA_DIR", ".streamlab"), "checkpoints")
-for name in ("lab01-lag-article", "lab01-lag-twice", "lab01-requests", "lab01-restart"):
+for name in ("lab01-alerts", "lab01-alerts-reversed", "lab01-requests", "lab01-restart"):
     folder = os.path.join(root, name + "-abcdef")
     for sub in ("commits", "offsets", "state/0/0"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -59,15 +59,19 @@ for name in ("lab01-lag-article", "lab01-lag-twice", "lab01-requests", "lab01-re
         open(os.path.join(folder, "offsets", str(batch)), "w").write('v1\\n{"batchWatermarkMs":0}\\n{}\\n')
 
 # a hand-made output record, written straight to Kafka
-fake_out = sl.new_topic("lab01-lag-article-out")
+fake_out = sl.new_topic("lab01-alerts-out")
 sl.produce(fake_out, [{"consumer": "c1", "partition": 0, "producer_offset": 15, "consumer_offset": 10,
-                       "lag": 5, "batch_id": 0}])
+                       "lag": 5, "alert": "ok", "batch_id": 0}])
 
-def lag_query(reports):
+def lag_alerts(reports):
     return reports
+
+
+def alerts_needing_state():
+    return ANY
 ''',
-    "count_requests": '''
-def count_requests(requests):
+    "distinct_methods": '''
+def distinct_methods(requests):
     return requests
 ''',
     "run_counts": '''
