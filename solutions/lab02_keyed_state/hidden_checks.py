@@ -175,17 +175,28 @@ def pages_output(run):
         start = ends[batch]
 
 
-@check("test_pages_state")
-def pages_state(run):
-    events = _pages_input()
-    ckpt, _ = _ran(run, "pages", events, min_batches=3)
-    state = _variable(run, ckpt, "page_counts", "MapState")
+def _page_counts(state) -> dict:
     value_columns = [c for c in state.columns if c not in ("user", "page", "partition_id")]
     if "user" not in state.columns or "page" not in state.columns or len(value_columns) != 1:
         raise CheckFailed(f"`page_counts` should map page -> visits per user; its columns are {list(state.columns)}")
-    stored = {(u, p): int(v) for u, p, v in zip(state["user"], state["page"], state[value_columns[0]])}
-    assert stored == dict(Counter((e["user"], e["page"]) for e in events)), \
-        "the `page_counts` map state does not hold the visits per user and page"
+    try:
+        return {(u, p): int(v) for u, p, v in zip(state["user"], state["page"], state[value_columns[0]])}
+    except (TypeError, ValueError):
+        raise CheckFailed("`page_counts` should hold whole numbers of visits") from None
+
+
+@check("test_pages_state")
+def pages_state(run):
+    events = _pages_input()
+    ckpt, batches = _ran(run, "pages", events, min_batches=3)
+    state = _variable(run, ckpt, "page_counts", "MapState")
+    ends = _batch_ends(ckpt, run.topic("lab02-pages-in"))
+    reference = {b: dict(Counter((e["user"], e["page"]) for e in events[:ends[b]]))
+                 for b in sorted(ends) if b in batches}
+    diverged = run.trace_state("Part B, page_counts", ckpt, reference, _page_counts, stateVarName="page_counts")
+    assert _page_counts(state) == dict(Counter((e["user"], e["page"]) for e in events)), \
+        (f"the `page_counts` map state does not hold the visits per user and page (it diverged at batch {diverged})"
+         if diverged is not None else "the `page_counts` map state does not hold the visits per user and page")
 
 
 # ----------------------------------------------------------------------------- Part C
@@ -201,7 +212,8 @@ def _ms(ts: str) -> int:
 
 def _alarms_expected(ckpt, topic: str):
     """(messages [(batch, sensor, status, since_ms, at_ms)], deadlines {sensor: timer ms},
-    alarms out {sensor: since_ms}) of a right SilenceAlarm over the lab's readings, cut into the micro-batches
+    alarms out {sensor: since_ms}, alarms out after each batch {batch: {sensor: True}}) of a right SilenceAlarm
+    over the lab's readings, cut into the micro-batches
     the checkpoint committed.
 
     Batch b reads its records from the end of batch b-1 to its own end (a batch without data, such as the last one,
@@ -213,6 +225,7 @@ def _alarms_expected(ckpt, topic: str):
     ends = _batch_ends(ckpt, topic)
     committed = set(ckpt.commits()["batch"])
     deadlines, alarmed, messages = {}, {}, []
+    out_after = {}  # {batch: {sensor: True}}: whose alarm is out after each batch
     latest, start = None, 0
     for batch in sorted(b for b in ends if b in committed):
         watermark = latest - ALARM_WATERMARK_DELAY_MS if latest is not None else 0
@@ -232,14 +245,15 @@ def _alarms_expected(ckpt, topic: str):
         if chunk:
             latest = max([latest or 0] + [_ms(r["ts"]) for r in chunk])
         start = ends[batch]
-    return messages, deadlines, alarmed
+        out_after[batch] = {sensor: True for sensor in alarmed}
+    return messages, deadlines, alarmed, out_after
 
 
 @check("test_alarms_output")
 def alarms_output(run):
     ckpt, batches = _ran(run, "alarms", _alarms_input(), min_batches=10)
     _declared(run, ckpt, "alarmed", "ValueState", time_mode="EventTime")  # the messages came from a processor
-    expected, _, _ = _alarms_expected(ckpt, run.topic("lab02-alarms-in"))
+    expected, _, _, _ = _alarms_expected(ckpt, run.topic("lab02-alarms-in"))
     out = _output(run, "alarms", ["sensor", "status", "since_ms", "at_ms"], batches)
     try:
         got = sorted((int(b), s, st, int(a), int(t)) for b, s, st, a, t in
@@ -262,13 +276,16 @@ def alarms_output(run):
 @check("test_alarms_state")
 def alarms_state(run):
     ckpt, _ = _ran(run, "alarms", _alarms_input(), min_batches=10)
-    _, deadlines, alarmed = _alarms_expected(ckpt, run.topic("lab02-alarms-in"))
+    _, deadlines, alarmed, out_after = _alarms_expected(ckpt, run.topic("lab02-alarms-in"))
     state = _variable(run, ckpt, "alarmed", "ValueState", time_mode="EventTime")
     if "sensor" not in state.columns:
         raise CheckFailed(f"`alarmed` should be keyed by sensor; its columns are {list(state.columns)}")
+    diverged = run.trace_state("Part C, alarmed (whose alarm is out)", ckpt, out_after,
+                               lambda table: {sensor: True for sensor in table["sensor"]}, stateVarName="alarmed")
     assert sorted(state["sensor"]) == sorted(alarmed), \
         (f"`alarmed` should exist exactly for the sensors whose alarm is out at the end ({sorted(alarmed)}); "
-         f"it holds {sorted(state['sensor'])}")
+         f"it holds {sorted(state['sensor'])}" + (f"; it first differed after batch {diverged}" if diverged is not None
+                                                 else ""))
     registered = timers(ckpt, run.spark())
     got = sorted((s, int(t.timestamp() * 1000)) for s, t in zip(registered["sensor"], registered["expires_at"]))
     assert got == sorted(deadlines.items()), \

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .bounds import MB
@@ -37,11 +37,32 @@ MESSAGE_BYTES = 4 * MB   # one message from the checks' process
 
 @dataclass
 class CheckOutcome:
-    """One hidden check's result, as the worker reports it."""
+    """One hidden check's result, as the worker reports it; ``traces``: the student's state beside the
+    reference's after each batch (see ``Artifacts.trace_state``), drawn on the feedback page."""
     name: str
     cells: list[str]
     passed: bool
     detail: str = ""
+    traces: list = field(default_factory=list)
+
+
+def _int_or_none(value):
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def clean_traces(traces) -> list[dict]:
+    """The traces from the checks' process, kept to their shape and size (ints, short strings, 40 batches)."""
+    kept = []
+    for trace in traces if isinstance(traces, list) else []:
+        if not isinstance(trace, dict) or not isinstance(trace.get("rows"), list):
+            continue
+        rows = [{"batch": _int_or_none(r.get("batch")), "yours": _int_or_none(r.get("yours")),
+                 "reference": _int_or_none(r.get("reference")), "differ": _int_or_none(r.get("differ")),
+                 "example": str(r.get("example", ""))[:200]}
+                for r in trace["rows"][:40] if isinstance(r, dict)]
+        kept.append({"title": str(trace.get("title", ""))[:120], "rows": rows,
+                     "diverged_at": _int_or_none(trace.get("diverged_at"))})
+    return kept[:8]
 
 
 class ChecksBroken(RuntimeError):
@@ -156,7 +177,8 @@ class ChecksProcess:
             raise ChecksBroken(str(message["error"])[:500])
         try:
             return [CheckOutcome(str(o["name"]), [str(c) for c in o["cells"]], bool(o["passed"]),
-                                 str(o.get("detail", ""))[:300]) for o in message["outcomes"]]
+                                 str(o.get("detail", ""))[:300], clean_traces(o.get("traces")))
+                    for o in message["outcomes"]]
         except (KeyError, TypeError) as err:
             raise ChecksBroken(f"the checks' answer is malformed ({err})") from err
 
@@ -217,16 +239,73 @@ def summary_detail(outcomes: list[CheckOutcome]) -> str:
     return "not confirmed by the grader's checks: " + "; ".join(f"{o.name} ({o.detail})" for o in failed)
 
 
+def _trace_figure(trace: dict) -> str:
+    """An inline SVG: state rows per batch, yours (blue) and the reference's (grey), the first difference in red."""
+    rows = [r for r in trace["rows"] if r["batch"] is not None]
+    if not rows:
+        return ""
+    width, height, pad = 420, 140, 28
+    top = max([1] + [r["yours"] or 0 for r in rows] + [r["reference"] or 0 for r in rows])
+    first, last = rows[0]["batch"], rows[-1]["batch"]
+
+    def x(batch):
+        return pad + (batch - first) * (width - 2 * pad) / max(1, last - first)
+
+    def y(count):
+        return height - pad - count * (height - 2 * pad) / top
+
+    def line(column, colour, dash=""):
+        points = " ".join(f"{x(r['batch']):.1f},{y(r[column]):.1f}" for r in rows if r[column] is not None)
+        return (f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+                if points else "")
+
+    reference, yours = line("reference", "#999999", ' stroke-dasharray="5,3"'), line("yours", "#2e6da4")
+    marks = ""
+    if trace["diverged_at"] is not None:
+        at = x(trace["diverged_at"])
+        marks = (f'<line x1="{at:.1f}" y1="{pad - 8}" x2="{at:.1f}" y2="{height - pad}" stroke="#c0392b"/>'
+                 f'<text x="{at + 3:.1f}" y="{pad - 10}" font-size="11" fill="#c0392b">'
+                 f'batch {trace["diverged_at"]}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            'aria-label="state rows per batch, yours and the reference">'
+            f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
+            f'<text x="{pad}" y="{height - 8}" font-size="11">batch {first}</text>'
+            f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">batch {last}</text>'
+            f'<text x="2" y="{pad - 10}" font-size="11">{top} rows</text>'
+            f'{reference}{yours}{marks}</svg>')
+
+
+def trace_html(trace: dict) -> str:
+    """One state trace: a sentence on where it diverged, the figure, and the table of batches."""
+    title = html.escape(trace["title"])
+    if trace["diverged_at"] is None:
+        verdict = "Your state matched the reference's after every batch."
+    else:
+        first = next((r for r in trace["rows"] if r["batch"] == trace["diverged_at"]), None)
+        why = f" ({html.escape(first['example'])})" if first and first["example"] else ""
+        verdict = f"<strong>Your state diverged from the reference's at batch {trace['diverged_at']}</strong>{why}."
+    body = "".join(
+        f"<tr><td>{r['batch']}</td><td>{'' if r['yours'] is None else r['yours']}</td><td>{r['reference']}</td>"
+        f"<td>{'' if r['differ'] is None else r['differ']}</td><td>{html.escape(r['example'])}</td></tr>"
+        for r in trace["rows"])
+    return (f'<div class="streamlab-state-trace"><h3>{title}: your state, batch by batch</h3><p>{verdict} '
+            'Read by the grader from your checkpoint as of each batch; the reference is the right state for the '
+            'records each of your batches read.</p>'
+            f'{_trace_figure(trace)}<table><tr><th>batch</th><th>your rows</th><th>reference rows</th>'
+            f'<th>keys that differ</th><th>first difference</th></tr>{body}</table></div>')
+
+
 def summary_html(outcomes: list[CheckOutcome]) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(o.name)}</td><td>{html.escape(', '.join(o.cells))}</td>"
         f"<td>{'passed' if o.passed else 'failed: ' + html.escape(o.detail)}</td></tr>"
         for o in outcomes)
+    traces = "".join(trace_html(t) for o in outcomes for t in o.traces)
     return ('<div id="streamlab-hidden-checks" style="font-family:sans-serif;margin:1em 2em;padding:.5em 1em;'
             'border:1px solid #999"><h2>Checked by the grader</h2><p>After your notebook ran, the grader '
             'checked what each part left behind (its checkpoints and Kafka topics). A test cell earns its '
             'points only if these checks confirm it.</p><table><tr><th>check</th><th>test cells</th>'
-            f'<th>result</th></tr>{rows}</table></div>')
+            f'<th>result</th></tr>{rows}</table>{traces}</div>')
 
 
 def add_summary_to_feedback(feedback_dir: Path, outcomes: list[CheckOutcome]) -> None:

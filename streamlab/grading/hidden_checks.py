@@ -33,6 +33,10 @@ How a lab is written for it (see docs/contributors.md, "Writing a lab"):
   ``sl.produce(sl.new_topic("lab03-bytes-answer"), [...])``, read by the check with
   ``run.records("lab03-bytes-answer")`` and compared with the truth it computes from the artifacts,
   never trusted alone.
+* a part with state can also show the student *where* their state went wrong: ``run.trace_state(...)`` reads
+  the student's state as of each committed batch from the checkpoint (here, outside the kernel) and sets it
+  beside the reference's, computed by the check from the lab's input cut into the student's own batches.
+  The feedback page draws both and names the first batch where they differ.
 """
 from __future__ import annotations
 
@@ -50,6 +54,8 @@ from ..stack.session import spark as get_spark
 from .bounds import FETCH_BYTES, RECORD_BYTES, TooLarge, scan_checkpoint
 
 _HEX = re.compile(r"^[0-9a-f]{6}$")
+TRACE_BATCHES = 40    # at most this many batches of a part are traced (the first ones)
+TRACE_ROWS = 20_000   # a batch's state larger than this is not read (and the trace says so)
 
 
 class CheckFailed(AssertionError):
@@ -92,6 +98,64 @@ class Artifacts:
         self.data = Path(data) if data else data_dir()
         self.topic_prefix = os.environ.get("STREAMLAB_TOPIC_PREFIX", "") if topic_prefix is None else topic_prefix
         self._spark = spark
+        self.traces: list[dict] = []  # what trace_state drew during the check that runs now
+
+    # -- the student's state beside the reference's, batch by batch
+    def state_rows(self, ckpt: Checkpoint, batch: int, **options):
+        """The state as of ``batch`` as a pandas table (``ckpt.state_table`` with ``batchId``), or None
+        when it holds more than ``TRACE_ROWS`` rows (a student's state is read only when it is small)."""
+        frame = ckpt.state(self.spark(), batchId=batch, **options)
+        if frame.limit(TRACE_ROWS + 1).count() > TRACE_ROWS:
+            return None
+        return ckpt.state_table(self.spark(), batchId=batch, **options)
+
+    def inputs_by_batch(self, ckpt: Checkpoint, topic_name: str, limit: int = 100_000) -> dict[int, list]:
+        """{batch: the values of the topic's records the query had read by the end of that batch}, for every
+        committed batch, cut by the checkpoint's offsets log: what a reference state is computed from."""
+        topic = self.topic(topic_name)
+        records = self.records(topic_name, limit)
+        offsets = ckpt.offsets()
+        rows = offsets[offsets["topic"] == topic]
+        committed = set(ckpt.commits()["batch"])
+        read = {}
+        for batch, group in rows.groupby("batch"):
+            if batch in committed:
+                ends = {int(p): int(o) for p, o in zip(group["partition"], group["offset"])}
+                read[int(batch)] = [r["value"] for r in records if r["offset"] < ends.get(r["partition"], 0)]
+        return read
+
+    def trace_state(self, title: str, ckpt: Checkpoint, expected: dict[int, dict],
+                    read: Callable[[object], dict], **options) -> int | None:
+        """Set the student's state beside the reference's after each batch; return the first batch where they
+        differ (None: never).
+
+        ``expected`` is ``{batch: {key: value}}``, the reference's state after each committed batch, computed by
+        the check from the lab's input cut into the batches the student's checkpoint committed. ``read`` turns
+        the state table ``state_rows`` gives into the same ``{key: value}`` shape; ``options`` go to the state
+        reader (``stateVarName="..."`` for a transformWithState variable). The comparison is recorded for the
+        feedback page (rows per batch, and the first difference)."""
+        rows, diverged = [], None
+        for batch in sorted(expected)[:TRACE_BATCHES]:
+            want = expected[batch]
+            table = self.state_rows(ckpt, batch, **options)
+            if table is None:
+                rows.append({"batch": batch, "yours": None, "reference": len(want), "differ": None,
+                             "example": f"more than {TRACE_ROWS} rows: not read"})
+                diverged = batch if diverged is None else diverged
+                break
+            got = read(table)
+            keys = sorted(set(got) | set(want), key=repr)
+            differ = [k for k in keys if got.get(k, _ABSENT) != want.get(k, _ABSENT)]
+            example = ""
+            if differ:
+                key = differ[0]
+                example = (f"{_short(key)}: yours {_short(got.get(key, _ABSENT))}, "
+                           f"reference {_short(want.get(key, _ABSENT))}")
+                diverged = batch if diverged is None else diverged
+            rows.append({"batch": batch, "yours": len(got), "reference": len(want), "differ": len(differ),
+                         "example": example})
+        self.traces.append({"title": title[:120], "rows": rows, "diverged_at": diverged})
+        return diverged
 
     # -- finding artifacts
     def spark(self):
@@ -198,28 +262,45 @@ def require_real_checkpoint(ckpt: Checkpoint) -> None:
                               f"written by a Spark query")
 
 
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 @dataclass
 class CheckResult:
     name: str
     cells: tuple[str, ...]
     passed: bool
     detail: str = ""
+    traces: tuple = ()  # the state traces the check drew (Artifacts.trace_state)
 
 
 def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
     """Run every hidden check of a lab's ``hidden_checks.py``; never raises for a failing part."""
     results = []
     for item in checks_of(module):
+        artifacts.traces = []
         try:
             item.function(artifacts)
         except AssertionError as err:
             message = str(err).strip() or "a hidden check failed"
-            results.append(CheckResult(item.name, item.cells, False, message.splitlines()[0][:300]))
+            result = CheckResult(item.name, item.cells, False, message.splitlines()[0][:300])
         except Exception as err:  # a missing or malformed artifact: the part scores 0, with why
             first = (str(err).strip().splitlines() or [""])[0][:300]
-            results.append(CheckResult(item.name, item.cells, False, f"{type(err).__name__}: {first}"))
+            result = CheckResult(item.name, item.cells, False, f"{type(err).__name__}: {first}")
         else:
-            results.append(CheckResult(item.name, item.cells, True))
+            result = CheckResult(item.name, item.cells, True)
+        result.traces = tuple(artifacts.traces)
+        results.append(result)
     return results
 
 

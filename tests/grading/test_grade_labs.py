@@ -404,6 +404,31 @@ def test_partial_solution_gets_partial_marks(graded):
     assert (row["status"], float(row["score"])) == ("graded", expected), row
 
 
+def _traces(graded, student) -> dict[str, dict]:
+    result = json.loads((graded["out"] / "results" / f"{student}.json").read_text())
+    return {trace["title"]: trace for check in result.get("checks", []) for trace in check.get("traces", [])}
+
+
+def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
+    """Where a lab's checks trace a part's state, the grader reads it from the checkpoint as of each batch: the
+    reference's matches in every batch, and a partial.py whose state goes wrong (its ``DIVERGES_AT``) is told, on
+    its feedback page, the batch where it diverged."""
+    reference = _traces(graded, "e_reference")
+    page = (graded["out"] / "feedback" / "e_reference.html").read_text()
+    for title, trace in reference.items():
+        assert trace["diverged_at"] is None and trace["rows"], (title, trace)
+        assert all(r["yours"] == r["reference"] and r["differ"] == 0 for r in trace["rows"]), (title, trace)
+    assert page.count("Your state matched the reference's after every batch.") == len(reference)
+    assert page.count("<svg") >= len(reference), "each trace is drawn"
+    diverges = getattr(_variant(graded["lab"], "partial"), "DIVERGES_AT", {})
+    partial = _traces(graded, "k_partial")
+    text = (graded["out"] / "feedback" / "k_partial.html").read_text()
+    for title, batch in diverges.items():
+        assert partial[title]["diverged_at"] == batch, partial[title]
+        assert f"Your state diverged from the reference's at batch {batch}" in text
+    assert graded["lab"] != "lab02_keyed_state" or (reference and diverges), "lab02 traces parts B and C"
+
+
 def test_faked_results_get_zero(graded):
     """The fake solves nothing and fakes results inside its kernel; a rewired input (where a lab has one) makes a
     wrong answer look right by changing what its locked cells send: the grader's own checks say no to both."""

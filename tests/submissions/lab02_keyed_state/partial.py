@@ -1,10 +1,14 @@
-"""Lab 02 partly solved: parts A and B right, part C left as the student got it.
+"""Lab 02 partly solved: part A right, part B wrong in a way that shows only from the second batch on, part C
+left as the student got it.
 
-Missing ids keep the released stub (raise NotImplementedError()), so part C's run cell fails and
-its tests score nothing.
+Part B counts each batch's visits afresh, overwriting what the map state held: right after the first batch, wrong
+from the first batch in which a user visits a page again. Missing ids keep the released stub (raise
+NotImplementedError()), so part C's run cell fails and its tests score nothing. The feedback page shows Part B's
+state beside the reference's and the batch where it diverged (DIVERGES_AT).
 """
 
-EXPECTED_SCORE = 6
+EXPECTED_SCORE = 3
+DIVERGES_AT = {"Part B, page_counts": 1}  # batch 1 is the first in which a user visits a page again
 
 ANSWERS = {
     "dedup": '''
@@ -35,11 +39,12 @@ class PageCounts(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         pages = []
-        for row in rows:
-            before = self.page_counts.getValue((row.page,))
-            self.page_counts.updateValue((row.page,), ((before[0] if before else 0) + 1,))
+        for row in rows:  # wrong: counts the visits of this batch only, overwriting what earlier batches counted
             if row.page not in pages:
                 pages.append(row.page)
+                self.page_counts.updateValue((row.page,), (0,))
+            before = self.page_counts.getValue((row.page,))
+            self.page_counts.updateValue((row.page,), (before[0] + 1,))
         for page in pages:
             yield Row(user=key[0], page=page, visits=self.page_counts.getValue((page,))[0])
 
