@@ -2,17 +2,27 @@
 
 Never released to students (see streamlab/grading/hidden_checks.py). Each check reads what a part's
 locked cells left behind — checkpoints and topics named ``lab03-...`` — and compares it with
-values computed here: the expected counts from the lab's deterministic input, the provider and
-the bytes from the checkpoint files themselves.
+values computed here: the expected counts from the lab's deterministic input, the plans, the cleanup
+versions and the settings from the checkpoint files themselves.
 """
 from collections import Counter
 from pathlib import Path
 
 from streamlab.grading.hidden_checks import CheckFailed, check, committed_offsets
-from streamlab.lessons.m03_state_backends import provider_of, state_files
+from streamlab.lessons.m03_state_backends import CHANGELOG_CONF, checkpoint_conf, provider_of, state_files
+from streamlab.stack.session import STATE_STORES
 
 FIRST_RUN = list(range(0, 1500)) + list(range(500, 2000))  # the setup cell's two produce_new_keys
 RESTART = list(range(2000, 3000))                           # part C's new users
+FIRST_RUN_BATCHES = 6                                       # 3 000 visits, 500 a batch
+WANTED = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES["hdfs"],
+          "spark.sql.shuffle.partitions": "4",
+          "spark.sql.streaming.stateStore.compression.codec": "zstd",
+          CHANGELOG_CONF: "false",
+          "spark.sql.streaming.minBatchesToRetain": "50"}
+# the three the checkpoint's offsets log records: the layout of the state already written
+RECORDED = ["spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions",
+            "spark.sql.streaming.stateStore.compression.codec"]
 
 
 def _expected(seqs) -> dict:
@@ -42,25 +52,8 @@ def _answer(run, name) -> dict:
     return records[0]["value"]
 
 
-def _versioned_bytes(ckpt, kind) -> dict:
-    """{batch: bytes of the <batch+1>.<kind> files over every state partition}, from the files."""
-    totals: dict[int, int] = {}
-    for path in Path(ckpt.path, "state").glob("*/*/*"):
-        stem, _, suffix = path.name.partition(".")
-        if suffix == kind and stem.isdigit():
-            totals[int(stem) - 1] = totals.get(int(stem) - 1, 0) + path.stat().st_size
-    return totals
-
-
 def _committed(ckpt) -> list[int]:
     return [int(b) for b in ckpt.commits()["batch"]]
-
-
-def _first_run_batches(ckpt) -> list[int]:
-    """The committed batches that read only the setup cell's 3 000 visits (before part C's restart)."""
-    offsets = ckpt.offsets()
-    read = offsets.groupby("batch")["offset"].sum()
-    return [b for b in _committed(ckpt) if b in read.index and int(read[b]) <= len(FIRST_RUN)]
 
 
 def _changelog_checkpoint(run):
@@ -149,69 +142,155 @@ def restore_every(run):
     assert sorted(given) == batches, f"expected a restore_plan for each committed batch {batches}"
     for batch in batches:
         _plan_matches(run, files, given, batch)
-        state = ckpt.state_table(run.spark(), batchId=batch)  # what a restore as of this batch rebuilds
-        assert {u: int(c) for u, c in zip(state["user"], state["count"])} == \
-            _latest(output[output["batch_id"] <= batch]), f"the state as of batch {batch} does not match the output"
+    # what a restore as of each batch rebuilds, beside the counts of the visits read by then
+    reference = {b: dict(Counter(v["user"] for v in read))
+                 for b, read in run.inputs_by_batch(ckpt, "lab03-users").items()}
+    diverged = run.trace_state("Part A, counts per user", ckpt, reference,
+                               lambda state: {u: int(c) for u, c in zip(state["user"], state["count"])})
+    assert diverged is None, f"the state as of batch {diverged} does not hold the counts of the visits read by then"
 
 
-def _bytes_part(run, which, ckpt, kind):
-    answer = _answer(run, "lab03-bytes-answer")
-    given = answer.get(which)
-    if not isinstance(given, dict):
-        raise CheckFailed(f"no {which} result from bytes_per_batch")
-    expected = _versioned_bytes(ckpt, kind)
-    if not expected:
-        raise CheckFailed(f"the {which} checkpoint holds no .{kind} files")
-    batches = _first_run_batches(ckpt)
-    expected = {b: n for b, n in expected.items() if b in batches}  # part C later restarts the HDFS one
-    assert sorted(expected) == batches, f"the {which} checkpoint's .{kind} files do not match its committed batches"
-    try:
-        got = {int(b): int(n) for b, n in given.items()}
-    except (TypeError, ValueError):
-        raise CheckFailed(f"bytes_per_batch({which}) is not a {{batch: bytes}} dict of integers") from None
-    assert got == expected, f"bytes_per_batch is wrong for the {which} checkpoint"
-
-
-@check("test_bytes_hdfs")
-def bytes_hdfs(run):
+def _hdfs_checkpoint(run):
+    """Part B's checkpoint, proven to be the HDFS query over part B's 3 000 visits, in two runs."""
     ckpt = run.checkpoint("lab03-hdfs")
+    if committed_offsets(ckpt, run.topic("lab03-visits")) != {0: 1500, 1: 1500}:
+        raise CheckFailed("part B's query did not read its 3 000 visits to the end")
     if provider_of(ckpt) != "hdfs":
         raise CheckFailed("part B's checkpoint was not created with the HDFS provider")
-    _state_counts(run, ckpt)  # a real state store, readable by Spark
-    _bytes_part(run, "hdfs", ckpt, "delta")
-
-
-@check("test_bytes_changelog")
-def bytes_changelog(run):
-    ckpt = run.checkpoint("lab03-changelog")
-    if provider_of(ckpt) != "rocksdb":
-        raise CheckFailed("part A's checkpoint was not created with the RocksDB provider")
-    _bytes_part(run, "changelog", ckpt, "changelog")
-
-
-def _facts(ckpt) -> dict:
+    batches = _committed(ckpt)
     files = state_files(ckpt)
     files = files[files["operator"] == 0]
-    partitions = {p.name for p in Path(ckpt.path, "state", "0").iterdir() if p.is_dir() and p.name.isdigit()}
-    return {"provider": provider_of(ckpt), "state_partitions": len(partitions),
-            "last_version": int(files["version"].dropna().max())}
+    for partition in (0, 1):
+        mine = files[files["partition"] == partition]
+        deltas = sorted(int(v) for v in mine.loc[mine["kind"] == "delta", "version"])
+        assert deltas == [b + 1 for b in batches], "part B's checkpoint does not hold one .delta per batch"
+        snapshots = set(mine.loc[mine["kind"] == "snapshot", "version"])
+        assert {3, 6} <= snapshots, "part B's checkpoint lacks 3.snapshot or 6.snapshot: its cell did not run as given"
+    return ckpt, files, batches
 
 
-@check("test_switch_provider", "test_switch_layout")
-def switch(run):
-    ckpt = run.checkpoint("lab03-hdfs")
+def _true_oldest(files, batches, keep) -> dict[int, int]:
+    """Spark's own cleanup rule: the latest snapshot at or before the oldest kept version, else version 1."""
+    oldest = batches[-1] + 1 - keep + 1
+    truth = {}
+    for partition, mine in files.groupby("partition"):
+        snapshots = [int(v) for v in mine.loc[mine["kind"] == "snapshot", "version"] if v <= oldest]
+        truth[int(partition)] = max(snapshots, default=1)
+    return truth
+
+
+def _given_oldest(run) -> tuple[dict[int, dict[int, int]], float]:
+    records = run.records("lab03-cleanup-answer", limit=10)
+    if len(records) != 1 or not isinstance(records[0]["value"], dict) \
+            or not isinstance(records[0]["value"].get("needed"), dict):
+        raise CheckFailed("the topic 'lab03-cleanup-answer' should hold exactly one answer: run part B's cells once")
+    try:
+        given = {int(k): {int(p): int(v) for p, v in answer.items()}
+                 for k, answer in records[0]["value"]["needed"].items()}
+    except (TypeError, ValueError, AttributeError):
+        raise CheckFailed("oldest_needed must return {partition: version}") from None
+    if sorted(given) != list(range(1, 7)) or any(sorted(a) != [0, 1] for a in given.values()):
+        raise CheckFailed("oldest_needed should give a version for state partitions 0 and 1, for every keep")
+    return given, records[0]["timestamp"] / 1000
+
+
+def _seen_snapshots(ckpt, files, sent):
+    """The files as they were when the answer was sent (maintenance may snapshot the last version later)."""
+    later = files["file"].map(lambda f: Path(ckpt.path, f).stat().st_mtime > sent)
+    return files[~((files["kind"] == "snapshot") & later)]
+
+
+@check("test_cleanup_shape")
+def cleanup_shape(run):
+    ckpt, files, batches = _hdfs_checkpoint(run)
+    given, _ = _given_oldest(run)
+    versions = {int(p): set(int(v) for v in mine["version"].dropna()) for p, mine in files.groupby("partition")}
+    for keep, answer in given.items():
+        for partition, version in answer.items():
+            assert version in versions[partition], f"keep={keep}: partition {partition}: no file of version {version}"
+
+
+@check("test_cleanup_safe")
+def cleanup_safe(run):
+    """Delete, in a copy of the checkpoint, every state file older than the answer; read each kept batch."""
+    import shutil
+    import tempfile
+
+    ckpt, files, batches = _hdfs_checkpoint(run)
+    given, _ = _given_oldest(run)
+    assert all(v > 1 for v in given[1].values()), "keeping only the last batch frees the files before a snapshot"
+    total = int(files["bytes"].sum())
+    if total > 64 * 2**20 or len(ckpt.files()) > 2_000:
+        raise CheckFailed(f"part B's checkpoint is far larger than the lab's query makes ({total} bytes)")
+    from streamlab.lessons.checkpoint import Checkpoint
+    for keep in (1, 2):
+        with tempfile.TemporaryDirectory(prefix="lab03-cleanup-") as scratch:
+            copy = Path(scratch, "ckpt")
+            shutil.copytree(ckpt.path, copy, symlinks=True)
+            for row in files.itertuples():
+                if row.kind in ("delta", "snapshot") and row.version < given[keep][int(row.partition)]:
+                    Path(copy, row.file).unlink()
+                    crc = Path(copy, row.file).with_name(f".{Path(row.file).name}.crc")
+                    crc.unlink(missing_ok=True)
+            for batch in batches[-keep:]:
+                try:
+                    got = Checkpoint(copy).state_table(run.spark(), batchId=batch)
+                except Exception as err:  # noqa: BLE001 - Spark's error when a needed file is gone
+                    raise AssertionError(f"keep={keep}: after the cleanup the state as of batch {batch} "
+                                         f"cannot be read ({type(err).__name__})") from None
+                want = ckpt.state_table(run.spark(), batchId=batch)
+                assert dict(zip(got["user"], got["count"])) == dict(zip(want["user"], want["count"])), \
+                    f"keep={keep}: after the cleanup the state as of batch {batch} is not what it was"
+
+
+@check("test_cleanup_most")
+def cleanup_most(run):
+    ckpt, files, batches = _hdfs_checkpoint(run)
+    given, sent = _given_oldest(run)
+    files = _seen_snapshots(ckpt, files, sent)
+    for keep, answer in given.items():
+        assert answer == _true_oldest(files, batches, keep), \
+            f"keep={keep}: not the oldest version the last {keep} batch(es) read"
+
+
+def _settings(run):
+    """Part C's checkpoint: RocksDB with changelog, 2 partitions, restarted once with the new users."""
+    ckpt = run.checkpoint("lab03-settings")
     run.require_reached_end(ckpt, "lab03-users")
-    if len(_committed(ckpt)) < 8:
-        raise CheckFailed("part B's checkpoint was not restarted with the new users (part C's cell did not run)")
+    conf = checkpoint_conf(ckpt)
+    if provider_of(ckpt) != "rocksdb" or conf.get("spark.sql.shuffle.partitions") != "2":
+        raise CheckFailed("part C's checkpoint was not created with RocksDB and 2 state partitions")
+    records = run.records("lab03-settings-answer", limit=10)
+    if len(records) != 1 or not isinstance(records[0]["value"], dict):
+        raise CheckFailed("the topic 'lab03-settings-answer' should hold exactly one answer: run part C's cells once")
+    answer = {str(k): str(v) for k, v in records[0]["value"].items()}
+    if sorted(answer) != sorted(WANTED):
+        raise CheckFailed(f"effective_settings should give a value for each of the {len(WANTED)} wanted settings")
     expected = _expected(FIRST_RUN + RESTART)
-    assert _latest(run.output("lab03-restart-out")) == {u: c for u, c in expected.items() if u >= "u0002000"}, \
+    assert _latest(run.output("lab03-settings-out")) == {u: c for u, c in expected.items() if u >= "u0002000"}, \
         "the restarted query should output exactly the 1 000 new users"
     assert _state_counts(run, ckpt) == expected, "the restarted checkpoint's state does not hold every user's count"
-    answer = _answer(run, "lab03-facts-answer")
-    for which, path in (("restarted", ckpt), ("changelog", run.checkpoint("lab03-changelog"))):
-        given = answer.get(which)
-        if not isinstance(given, dict):
-            raise CheckFailed(f"no restart_facts result for the {which} checkpoint")
-        truth = _facts(path)
-        for key, value in truth.items():
-            assert given.get(key) == value, f"restart_facts: {key!r} is wrong for the {which} checkpoint"
+    return ckpt, conf, answer
+
+
+@check("test_settings_kept")
+def settings_kept(run):
+    ckpt, conf, answer = _settings(run)
+    files = state_files(ckpt)
+    assert "delta" not in set(files["kind"]) and \
+        {int(p) for p in files["partition"].dropna()} == {0, 1}, "the restart should have kept RocksDB on 2 partitions"
+    for name in RECORDED:
+        assert answer[name] == conf[name], f"{name}: the checkpoint's offsets log records {conf[name]!r}"
+
+
+@check("test_settings_all")
+def settings_all(run):
+    ckpt, conf, answer = _settings(run)
+    for name, value in WANTED.items():
+        assert answer[name] == conf.get(name, value), f"{name}: not the value the restart used"
+    files = state_files(ckpt)
+    files = files[files["operator"] == 0]
+    restarted = [b + 1 for b in _committed(ckpt) if b + 1 > FIRST_RUN_BATCHES]
+    written = set(files.loc[files["version"].isin(restarted), "kind"])
+    assert "changelog" not in written and "zip" in written, \
+        "the restart should have run without changelog checkpointing (a snapshot each batch)"

@@ -167,25 +167,47 @@ def heap_used(spark, *, gc: bool = True) -> int | None:
     return int(runtime.totalMemory() - runtime.freeMemory())
 
 
-def wait_for_snapshot(checkpoint, version: int, *, operator: int = 0, timeout: float = 60.0) -> list[int]:
-    """Wait until every state partition folder of ``operator`` holds ``<version>.zip``; return the partitions.
+def wait_for_snapshot(checkpoint, version: int, *, operator: int = 0, kind: str = "zip",
+                      timeout: float = 60.0) -> list[int]:
+    """Wait until every state partition folder of ``operator`` holds ``<version>.<kind>``; return the partitions.
 
-    With RocksDB changelog checkpointing, a batch only *makes* its snapshot on the executor's disk;
-    the background maintenance uploads the latest one later, possibly after the query stopped.
-    Wait for the snapshot of a query's last version before reading its files, so that no upload
-    changes them afterwards. Raises ``TimeoutError`` if one is still missing after ``timeout`` seconds
-    (no snapshot was made at that version: see ``minDeltasForSnapshot``)."""
+    With RocksDB changelog checkpointing (``kind="zip"``), a batch only *makes* its snapshot on the
+    executor's disk; the background maintenance uploads the latest one later, possibly after the
+    query stopped. The HDFS provider (``kind="snapshot"``) writes its ``<version>.snapshot`` files in
+    that maintenance too. Wait for the snapshot of a query's last version before reading its files,
+    so that no upload changes them afterwards. Raises ``TimeoutError`` if one is still missing after
+    ``timeout`` seconds (no snapshot was made at that version: see ``minDeltasForSnapshot``)."""
+    if kind not in ("zip", "snapshot"):
+        raise ValueError(f"kind must be 'zip' (RocksDB) or 'snapshot' (HDFS), not {kind!r}")
     root = Path(str(checkpoint), "state", str(operator))
     deadline = time.monotonic() + timeout
     while True:
         folders = sorted((p for p in root.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)) \
             if root.is_dir() else []
-        missing = [p.name for p in folders if not (p / f"{version}.zip").is_file()]
+        missing = [p.name for p in folders if not (p / f"{version}.{kind}").is_file()]
         if folders and not missing:
             return [int(p.name) for p in folders]
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"no {version}.zip in state partition(s) {missing or 'any'} of {root} "
+            raise TimeoutError(f"no {version}.{kind} in state partition(s) {missing or 'any'} of {root} "
                                f"after {timeout:g} s")
+        time.sleep(0.2)
+
+
+def wait_for_cleanup(checkpoint, *, operator: int = 0, timeout: float = 60.0) -> list[int]:
+    """Wait until the background maintenance has deleted version 1's state files from every state
+    partition of ``operator`` (it does so once ``minBatchesToRetain`` versions are newer than a
+    snapshot); return the partitions. Raises ``TimeoutError`` after ``timeout`` seconds."""
+    root = Path(str(checkpoint), "state", str(operator))
+    deadline = time.monotonic() + timeout
+    while True:
+        folders = [p for p in root.iterdir() if p.is_dir() and p.name.isdigit()] if root.is_dir() else []
+        kept = [p.name for p in folders
+                if any((m := _VERSIONED.match(f.name)) and int(m.group(1)) == 1 for f in p.iterdir())]
+        if folders and not kept:
+            return sorted(int(p.name) for p in folders)
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"state partition(s) {kept or 'none'} of {root} still hold version 1 after "
+                               f"{timeout:g} s: no clean-up yet (minBatchesToRetain, maintenanceInterval)")
         time.sleep(0.2)
 
 

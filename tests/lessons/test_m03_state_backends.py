@@ -151,3 +151,28 @@ def test_wait_for_snapshot_returns_the_partitions_once_every_zip_is_there(tmp_pa
     assert backends.wait_for_snapshot(tmp_path, 6, timeout=0) == [0, 1]
     with pytest.raises(TimeoutError, match="any"):
         backends.wait_for_snapshot(tmp_path / "nothing", 6, timeout=0)
+
+
+def test_wait_for_an_hdfs_snapshot_looks_for_its_own_kind_of_file(tmp_path):
+    for partition in ("0", "1"):
+        (tmp_path / "state" / "0" / partition).mkdir(parents=True)
+        (tmp_path / "state" / "0" / partition / "3.zip").write_bytes(b"PK")   # not an HDFS snapshot
+    with pytest.raises(TimeoutError, match=r"3.snapshot in state partition\(s\) \['0', '1'\]"):
+        backends.wait_for_snapshot(tmp_path, 3, kind="snapshot", timeout=0)
+    for partition in ("0", "1"):
+        (tmp_path / "state" / "0" / partition / "3.snapshot").write_bytes(b"x")
+    assert backends.wait_for_snapshot(tmp_path, 3, kind="snapshot", timeout=0) == [0, 1]
+    with pytest.raises(ValueError, match="kind"):
+        backends.wait_for_snapshot(tmp_path, 3, kind="delta", timeout=0)
+
+
+def test_wait_for_cleanup_waits_until_no_partition_holds_version_1(tmp_path):
+    for partition in ("0", "1"):
+        (tmp_path / "state" / "0" / partition).mkdir(parents=True)
+        for name in ("1.delta", "2.delta", "2.snapshot", "3.delta"):
+            (tmp_path / "state" / "0" / partition / name).write_bytes(b"x")
+    (tmp_path / "state" / "0" / "0" / "1.delta").unlink()      # partition 0 cleaned up, partition 1 not yet
+    with pytest.raises(TimeoutError, match=r"partition\(s\) \['1'\]"):
+        backends.wait_for_cleanup(tmp_path, timeout=0)
+    (tmp_path / "state" / "0" / "1" / "1.delta").unlink()
+    assert backends.wait_for_cleanup(tmp_path, timeout=0) == [0, 1]

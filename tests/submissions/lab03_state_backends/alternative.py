@@ -1,9 +1,9 @@
 """A correct Lab 03 written differently from the reference solution (the generic grading test puts
 each answer into the answer cell with the same grade id of the released notebook).
 
-Part A works on `sl.m03.state_files` (pandas: group by partition, filter by version) instead of walking folders; part B works on
-`sl.m03.state_files` (pandas) instead of walking folders; part C uses `sl.m03.provider_of` and a regular
-expression over `os.walk`. It must get full marks all the same.
+Part A works on `sl.m03.state_files` (pandas: group by partition, filter by version) instead of walking folders;
+part B too, with the committed batches from `sl.Checkpoint`; part C reads `offsets/0` instead of the last entry.
+It must get full marks all the same.
 """
 
 ANSWERS = {
@@ -21,26 +21,27 @@ def restore_plan(checkpoint_path, batch):
         plan[partition] = names
     return plan
 ''',
-    "bytes_per_batch": '''
-def bytes_per_batch(checkpoint_path):
+    "oldest_needed": '''
+def oldest_needed(checkpoint_path, keep):
     files = sl.m03.state_files(checkpoint_path)
-    wanted = files[files["kind"].isin(["delta", "changelog"])]
-    per_version = wanted.groupby("version")["bytes"].sum()
-    return {int(version) - 1: int(total) for version, total in per_version.items()}
+    files = files[files["operator"] == 0]
+    committed = sl.Checkpoint(checkpoint_path).commits()["batch"]
+    first_kept = int(committed.iloc[-keep]) + 1          # the version the oldest kept batch left
+    answer = {}
+    for partition, group in files.groupby("partition"):
+        usable = group[(group["kind"] == "snapshot") & (group["version"] <= first_kept)]
+        answer[int(partition)] = int(usable["version"].max()) if len(usable) else 1
+    return answer
 ''',
-    "restart_facts": '''
-def restart_facts(checkpoint_path):
-    import re
-    versioned = re.compile(r"^(\\d+)(_[^.]*)?\\.(delta|snapshot|zip|changelog)$")
-    state0 = os.path.join(checkpoint_path, "state", "0")
-    partitions = sorted(name for name in os.listdir(state0) if name.isdigit())
-    highest = -1
-    for name in partitions:
-        for entry in os.scandir(os.path.join(state0, name)):
-            match = versioned.match(entry.name)
-            if match:
-                highest = max(highest, int(match.group(1)))
-    return {"last_version": highest, "state_partitions": len(partitions),
-            "provider": sl.m03.provider_of(checkpoint_path)}
+    "effective_settings": '''
+def effective_settings(checkpoint_path, wanted):
+    import json
+    # the first entry of the offsets log records the same settings as the last
+    with open(os.path.join(checkpoint_path, "offsets", "0")) as log:
+        header, metadata = log.readline(), json.loads(log.readline())
+    fixed = metadata["conf"]
+    effective = dict(wanted)
+    effective.update({name: fixed[name] for name in wanted if name in fixed})
+    return effective
 ''',
 }

@@ -4,7 +4,7 @@ Its first answer cell, run before any test cell in the same namespace:
 * shadows `sorted`, `set`, `dict`, `isinstance`, `all` with functions returning an object that equals
   everything, is in everything and contains everything;
 * replaces the package's helpers the locked cells and tests call (`sl.run_to_end`, `sl.m03.provider_of`,
-  `sl.m03.state_files`, `sl.m03.state_bytes_per_batch`, `sl.latest`, `sl.Checkpoint.commits`, ...) so no
+  `sl.m03.state_files`, `sl.m03.wait_for_snapshot`, `sl.latest`, `sl.Checkpoint.commits`, ...) so no
   query ever runs;
 * writes hand-made "checkpoints" named like the lab's into the run's data folder (query id, commits,
   offsets with a RocksDB provider, .changelog and .delta files), and hand-made answer records into
@@ -45,6 +45,7 @@ sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress
 sl.m03.provider_of = lambda *args, **kwargs: "rocksdb"
 sl.m03.state_files = lambda *args, **kwargs: ANY
 sl.m03.state_bytes_per_batch = lambda *args, **kwargs: ANY
+sl.m03.wait_for_snapshot = lambda *args, **kwargs: [0, 1]
 sl.latest = lambda *args, **kwargs: ANY
 sl.Checkpoint.commits = lambda self: ANY
 pd.DataFrame.equals = lambda self, other: True
@@ -52,7 +53,7 @@ pd.DataFrame.equals = lambda self, other: True
 # hand-made "checkpoints" where the grader will look, that look like Spark's
 root = os.path.join(os.environ.get("STREAMLAB_DATA_DIR", ".streamlab"), "checkpoints")
 rocks = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-for name, kind in (("lab03-changelog", "changelog"), ("lab03-hdfs", "delta")):
+for name, kind in (("lab03-changelog", "changelog"), ("lab03-hdfs", "delta"), ("lab03-settings", "changelog")):
     folder = os.path.join(root, name + "-abcdef")
     for sub in ("commits", "offsets", "state/0/0", "state/0/1"):
         os.makedirs(os.path.join(folder, sub), exist_ok=True)
@@ -70,21 +71,19 @@ for name, kind in (("lab03-changelog", "changelog"), ("lab03-hdfs", "delta")):
 def restore_plan(checkpoint_path, batch):
     return {0: [f"{batch + 1}.changelog"], 1: [f"{batch + 1}.changelog"]}
 ''',
-    "bytes_per_batch": '''
-def bytes_per_batch(checkpoint_path):
-    return {b: 200 for b in range(8)}
+    "oldest_needed": '''
+def oldest_needed(checkpoint_path, keep):
+    return {0: 3, 1: 3}
 ''',
-    "restart_facts": '''
-def restart_facts(checkpoint_path):
+    "effective_settings": '''
+def effective_settings(checkpoint_path, wanted):
     from kafka import KafkaProducer
     from streamlab.stack.kafka import topic_prefix
     producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers())
-    for name in ("lab03-facts-answer-fa4e00", "lab03-bytes-answer-fa4e00", "lab03-restore-answer-fa4e00"):
-        producer.send(topic_prefix() + name, json.dumps({"restarted": {"provider": "hdfs", "state_partitions": 2,
-                      "last_version": 8}, "changelog": {"provider": "rocksdb", "state_partitions": 2,
-                      "last_version": 6}}).encode())
+    for name in ("lab03-settings-answer-fa4e00", "lab03-cleanup-answer-fa4e00", "lab03-restore-answer-fa4e00"):
+        producer.send(topic_prefix() + name, json.dumps({"needed": {"1": {"0": 5, "1": 5}}}).encode())
     producer.flush()
     producer.close()
-    return {"provider": ANY, "state_partitions": 2, "last_version": ANY}
+    return ANY
 ''',
 }

@@ -1,12 +1,12 @@
-"""A Lab 03 submission with part A solved and part B half right; part C left as the stub.
+"""A Lab 03 submission with part A solved and part B wrong in a plausible way; part C left as the stub.
 
-Part B counts only the .delta files (forgets .changelog), so the HDFS figures are right and the
-changelog ones are not: test_bytes_hdfs (2) passes, test_bytes_changelog (2) fails.
+Part B answers the oldest version kept instead of the oldest version its restore reads: the shape test (1)
+passes; a restore after the cleanup fails (test_cleanup_safe) and the versions are not Spark's (test_cleanup_most).
 Part A reads the folders (sorting each version's changelog before its zip, then keeping the files from the last
-usable zip on). Expected: part A 3 + part B 2 = 5 of 10 points.
+usable zip on). Expected: part A 3 + part B 1 = 4 of 10 points.
 """
 
-EXPECTED_SCORE = 5
+EXPECTED_SCORE = 4
 
 ANSWERS = {
     "restore_plan": '''
@@ -21,12 +21,10 @@ def restore_plan(checkpoint_path, batch):
             plan[int(folder.name)] = wanted[zips[-1]:] if zips else wanted
     return plan
 ''',
-    "bytes_per_batch": '''
-def bytes_per_batch(checkpoint_path):
-    totals = {}
-    for path in Path(checkpoint_path, "state").glob("*/*/*.delta"):
-        batch = int(path.name.split(".")[0]) - 1
-        totals[batch] = totals.get(batch, 0) + path.stat().st_size
-    return totals
+    "oldest_needed": '''
+def oldest_needed(checkpoint_path, keep):
+    # wrong: the oldest version kept, forgetting that it is rebuilt from an older snapshot and deltas
+    last = max(int(p.name) for p in Path(checkpoint_path, "commits").iterdir() if p.name.isdigit())
+    return {int(p.name): last + 2 - keep for p in Path(checkpoint_path, "state", "0").iterdir() if p.name.isdigit()}
 ''',
 }
