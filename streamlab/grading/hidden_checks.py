@@ -104,10 +104,8 @@ class Artifacts:
     def state_rows(self, ckpt: Checkpoint, batch: int, **options):
         """The state as of ``batch`` as a pandas table (``ckpt.state_table`` with ``batchId``), or None
         when it holds more than ``TRACE_ROWS`` rows (a student's state is read only when it is small)."""
-        frame = ckpt.state(self.spark(), batchId=batch, **options)
-        if frame.limit(TRACE_ROWS + 1).count() > TRACE_ROWS:
-            return None
-        return ckpt.state_table(self.spark(), batchId=batch, **options)
+        table = ckpt.state_table(self.spark(), max_rows=TRACE_ROWS + 1, batchId=batch, **options)
+        return None if len(table) > TRACE_ROWS else table
 
     def inputs_by_batch(self, ckpt: Checkpoint, topic_name: str, limit: int = 100_000) -> dict[int, list]:
         """{batch: the values of the topic's records the query had read by the end of that batch}, for every

@@ -156,13 +156,14 @@ class Checkpoint:
             reader = reader.option(key, value)
         return reader.load(self.path)
 
-    def state_table(self, spark=None, **options):
+    def state_table(self, spark=None, *, max_rows: int | None = None, **options):
         """The state as a pandas table, one column per key field and per value field.
 
         Same options as ``state()``; for a ``transformWithState`` operator name the variable with
         ``stateVarName="..."`` (list state comes one row per element, map state one row per map
         key). Nested key and value structs are flattened: ``key.path`` becomes ``path``; a value
-        field that clashes with a key field is called ``value_<name>``.
+        field that clashes with a key field is called ``value_<name>``. ``max_rows``: read at most
+        that many rows (a bound for state someone else made).
         """
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
@@ -188,7 +189,8 @@ class Checkpoint:
             columns += [unique.getField(n).alias(n) for n in names]
             taken.update(names)
         columns.append(F.col("partition_id"))
-        return frame.select(*columns).toPandas()
+        frame = frame.select(*columns)
+        return (frame if max_rows is None else frame.limit(max_rows)).toPandas()
 
     def state_dict(self, spark=None, **options) -> dict:
         """{key: value} read from the state store (options as for ``state()``).

@@ -87,7 +87,7 @@ def test_each_part_with_its_outcome_message_and_cell():
     # a NameError in a test comes from an earlier cell that raised: that cell is named, with its error
     for gid in ("test_a1", "test_a2"):
         assert (parts[gid].outcome, parts[gid].cell) == (FAILED, "part_a_run")
-        assert parts[gid].message == "NotImplementedError: lag_alerts is not answered yet"
+        assert parts[gid].message == "NotImplementedError: lag_query is not answered yet"
     # an assertion is the test's own verdict: its message (first line), in the test cell
     assert (parts["test_b"].outcome, parts["test_b"].cell) == (FAILED, "test_b")
     assert parts["test_b"].message == "expected {'/a': 2}, got {'/a': 1}"
