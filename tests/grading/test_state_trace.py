@@ -109,3 +109,34 @@ def test_the_feedback_block_says_where_the_state_diverged_and_draws_it():
     assert "Your state matched the reference's after every batch." in page
     assert page.count("<svg") == 2 and page.count("<polyline") == 4
     assert "<script>" not in page and "&lt;script&gt;" in page, "a student's key is shown, never run"
+
+
+def test_a_real_checkpoint_is_read_batch_by_batch_and_a_large_state_is_not(kafka_bootstrap, monkeypatch, tmp_path):
+    """The reading itself, through Spark's state reader: the counts per key as of each batch, and a state over
+    ``TRACE_ROWS`` left unread (a student's query can hold millions of keys; the checks read a bounded slice)."""
+    from collections import Counter
+
+    import streamlab as sl
+    from streamlab.grading import hidden_checks
+    from streamlab.lessons.checkpoint import Checkpoint
+
+    monkeypatch.setenv("STREAMLAB_TOPIC_PREFIX", "trace-")
+    topic = sl.new_topic("lab99-trace-in", partitions=1)
+    try:
+        keys = [f"k{i % 120:03d}" for i in range(240)]
+        sl.produce(topic, [{"path": k} for k in keys])
+        ckpt = Checkpoint(tmp_path / "ckpt")
+        counts = sl.kafka_stream(topic, "path STRING", maxOffsetsPerTrigger=80).groupBy("path").count()
+        sl.run_to_end(counts, output_mode="update", checkpoint=ckpt)
+        run = hidden_checks.Artifacts(tmp_path, "trace-")
+        reference = {b: dict(Counter(v["path"] for v in read))
+                     for b, read in run.inputs_by_batch(ckpt, "lab99-trace-in").items()}
+        assert sorted(reference) == [0, 1, 2] and len(reference[0]) == 80
+        as_counts = lambda table: dict(zip(table["path"], table["count"]))  # noqa: E731
+        assert run.trace_state("counts", ckpt, reference, as_counts) is None
+        assert [r["yours"] for r in run.traces[0]["rows"]] == [80, 120, 120]
+        monkeypatch.setattr(hidden_checks, "TRACE_ROWS", 100)
+        assert run.trace_state("counts", ckpt, reference, as_counts) == 1
+        assert run.traces[1]["rows"][-1]["example"] == "more than 100 rows: not read"
+    finally:
+        sl.delete_topic(topic)

@@ -259,3 +259,20 @@ def test_from_inside_the_sandbox_only_its_own_topics(principal, listener, theirs
     end.close()
     owner.delete_topics([t for t in topics if t.startswith(prefix)])
     owner.close()
+
+
+def test_tenancy_uses_no_private_attribute_of_kafka_python():
+    """One kafka-python upgrade must not break grading: the tenancy reaches Kafka only through kafka-python's
+    public names (an attribute or module starting with ``_`` of a kafka-python object is private)."""
+    import ast
+    from pathlib import Path
+
+    import streamlab.grading.tenancy as tenancy
+
+    tree = ast.parse(Path(tenancy.__file__).read_text())
+    private = sorted({node.attr for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                      and not (isinstance(node.value, ast.Name) and node.value.id == "self")})
+    assert private == [], f"tenancy.py uses private attributes: {private}"
+    imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    assert not [m for m in imported if m.startswith("kafka") and any(p.startswith("_") for p in m.split("."))]
