@@ -258,9 +258,10 @@ def _windows_expected(batches):
     whose event time is <= wm(k-1) (late for a stateful operator), then hands each sensor its readings in offset
     order: a pending window already quiet at wm(k) (latest event time + QUIET_MS <= wm(k)) is output as quiet before
     the reading is added; a window of WINDOW_SIZE readings is output by count. Then the timers due at wm(k) fire:
-    the windows still pending whose latest reading + QUIET_MS <= wm(k) are output as quiet."""
+    the windows still pending whose latest reading + QUIET_MS <= wm(k) are output as quiet. Also returned, last:
+    the pending ids of each sensor after each batch {batch: {sensor: ids}}, for the state trace."""
     pending: dict[str, list[dict]] = {}
-    output = {}
+    output, pending_after = {}, {}
 
     def close(batch, sensor, why):
         window = pending.pop(sensor)
@@ -288,7 +289,9 @@ def _windows_expected(batches):
         previous = watermark
         if latest is not None:
             watermark = max(watermark, latest - QUIET_DELAY_MS)
-    return output, {s: [e["id"] for e in w] for s, w in pending.items()}, {s: due(s) for s in pending}
+        pending_after[batch] = {s: tuple(sorted(e["id"] for e in w)) for s, w in pending.items()}
+    return (output, {s: [e["id"] for e in w] for s, w in pending.items()}, {s: due(s) for s in pending},
+            pending_after)
 
 
 def _count_windows(run):
@@ -312,7 +315,7 @@ def _count_windows(run):
 
 @check("test_count_rows")
 def count_rows(run):
-    _, (expected, _, _) = _count_windows(run)
+    _, (expected, _, _, _) = _count_windows(run)
     rows = _output(run, "lab06-count-out", {"sensor", "ids", "mean_value", "closed_by", "batch_id"})
     got = {(row["batch_id"], row["sensor"], tuple(int(i) for i in row["ids"])): (row["closed_by"],
                                                                                  float(row["mean_value"]))
@@ -333,16 +336,24 @@ def count_rows(run):
             raise CheckFailed(f"the mean of window {list(key[2])} is {got[key][1]}, expected {mean}")
 
 
-@check("test_count_state")
-def count_state(run):
-    ckpt, (_, expected, due) = _count_windows(run)
-    table = state_variable(ckpt, "pending", run.spark())
+def _pending_ids(table) -> dict[str, list[int]]:
     if "sensor" not in table.columns or "id" not in table.columns:
         raise CheckFailed(f"the pending list state needs the fields id, value and event_ms; "
                           f"it has {sorted(table.columns)}")
     got: dict[str, list[int]] = {}
     for sensor, ident in zip(table["sensor"], table["id"]):
         got.setdefault(sensor, []).append(int(ident))
+    return got
+
+
+@check("test_count_state")
+def count_state(run):
+    ckpt, (_, expected, due, pending_after) = _count_windows(run)
+    table = state_variable(ckpt, "pending", run.spark())
+    got = _pending_ids(table)
+    run.trace_state("Part C, pending (the ids each sensor's open window holds)", ckpt, pending_after,
+                    lambda rows: {s: tuple(sorted(ids)) for s, ids in _pending_ids(rows).items()},
+                    stateVarName="pending")
     if {s: sorted(i) for s, i in got.items()} != {s: sorted(i) for s, i in expected.items()}:
         raise CheckFailed(f"the pending state holds {got}, expected {expected}")
     registered = timers(ckpt, run.spark())
