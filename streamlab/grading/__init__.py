@@ -15,6 +15,7 @@ The modules, in the order they build on each other:
     bounds       how much of what a student made the grader reads: every untrusted size, capped
     submissions  finding submissions in a folder (two layouts, exact names, regular files only), check_notebook
     isolation    per-submission environment, tagged processes and killing them, topic clean-up
+    context      SubmissionContext: one submission as the grader hands it to a worker (JSON on the channel)
     kafka_requests  the Kafka door's view of requests: frames, and the topics and partitions a sandbox may create
     sandbox      the sandbox a submission's kernel runs in (bubblewrap, control groups, the Kafka door)
     sandbox_boot its start, with the standard library only: join the groups, drop privileges, exec
@@ -23,7 +24,7 @@ The modules, in the order they build on each other:
     withhold     hidden tests taken out before the notebook runs: nothing of the answer key in the kernel
     hidden       the hidden checks' process per submission (ChecksProcess), and their points in the gradebook
     checks_runner  that process (python -m streamlab.grading.checks_runner), in a sandbox of its own
-    worker       the child process grading one submission (python -m streamlab.grading.worker)
+    worker       the warm worker grading submissions in turn (python -m streamlab.grading.worker --serve)
     grader       Grader: one isolated worker per student, results, feedback, grades.csv
     summary      OUT/summary.html: the class's scores, statuses and pass rate per test cell
     shards       which shard grades which submission (a hash of its name)

@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..stack.kafka import bootstrap_servers
+from .context import SubmissionContext
 from .feedback import inert_feedback_pages, make_inert, status_page
 from .hidden import checks_file, checks_work, file_sha256
 from .isolation import delete_topics, kill_tagged, submission_environment
@@ -212,15 +213,15 @@ class Grader:
         (self.out / "work").mkdir(exist_ok=True)
         slug = re.sub(r"[^A-Za-z0-9_.@+-]", "_", student)[:40]
         workdir = Path(tempfile.mkdtemp(prefix=f"{slug}-", dir=self.out / "work"))
-        env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
-        request = {"lab": lab, "student": student, "course": str(course), "log": result.log,
-                   "env": env, "cell_timeout": self.cell_timeout_s,
-                   "sandbox": asdict(self.sandbox) if self.sandbox is not None else None,
-                   "kafka_sandbox": self.kafka_sandbox}
+        context = SubmissionContext(lab=lab, student=student, course=str(course), log=result.log,
+                                    env=submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir),
+                                    cell_timeout=self.cell_timeout_s,
+                                    sandbox=asdict(self.sandbox) if self.sandbox is not None else None,
+                                    kafka_sandbox=self.kafka_sandbox)
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:
-            outcome = worker.grade(request, student_tag=tag, timeout_s=self.timeout_s)
+            outcome = worker.grade(context, timeout_s=self.timeout_s)
             if outcome.hit_limit:
                 report = WorkerReport.no_result(
                     Status.TIMED_OUT, f"the submission did not finish within {self.timeout_s:g} s; "
@@ -237,7 +238,7 @@ class Grader:
                         f"{outcome.killed} process(es) left running were stopped"
         finally:
             self._workers.put(worker)
-            delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
+            delete_topics(context.topic_prefix)
             for folder in (workdir, checks_work(workdir / "data")):  # the submission's, the hidden checks'
                 remove_control_groups(folder)  # the worker removes them; a worker that was killed could not
                 unmount(folder)

@@ -458,9 +458,9 @@ class Sandbox:
     """One submission's sandbox, made by the worker (outside) before nbgrader starts the kernel.
 
     ``env``: the submission's environment (its data folder, Spark folder, topic prefix, broker);
-    the work folder is the data folder's parent. ``kernel_env()`` and ``configure()`` are what the
-    worker sets for nbgrader: the kernelspec ``streamlab-sandbox``, and a kernel manager that uses the
-    connection-file folder the sandbox shares.
+    the work folder is the data folder's parent. ``configure()`` is what the worker sets for nbgrader:
+    the kernelspec ``streamlab-sandbox``, and a kernel manager that uses the connection-file folder the
+    sandbox shares.
     ``close()`` kills whatever is left inside, and removes everything but the work folder's files
     (the grader's checks read them afterwards; the grader deletes the folder).
     """
@@ -536,17 +536,15 @@ class Sandbox:
             "interrupt_mode": "message",
         }))
 
-    def kernel_env(self) -> dict[str, str]:
-        """What the worker adds to its environment while nbgrader runs this submission: where the
-        kernelspec ``streamlab-sandbox`` is."""
-        return {"JUPYTER_PATH": str(self.runtime / "jupyter")}
-
-    def configure(self, config) -> None:
-        """Point nbgrader's Execute (a traitlets ``config``) at this sandbox: the kernelspec, and a kernel
-        manager that talks to the kernel over socket files in the folder the sandbox shares."""
+    def configure(self, config, env: dict[str, str]) -> None:
+        """Point nbgrader's Execute (a traitlets ``config``) at this sandbox: the kernelspec
+        ``streamlab-sandbox`` (found in this sandbox's own folder), and a kernel manager that starts it with
+        ``env`` (the submission's environment: the launcher outside the box carries the submission's tag) and
+        talks to the kernel over socket files in the folder the sandbox shares."""
         config.Execute.kernel_name = KERNEL_NAME
-        config.Execute.kernel_manager_class = kernel_manager_class(self.runtime / "kernel",
-                                                                   self.uid if _is_root() else None)
+        config.Execute.kernel_manager_class = kernel_manager_class(
+            self.runtime / "kernel", self.uid if _is_root() else None, env=env,
+            kernel_dirs=[str(self.runtime / "jupyter" / "kernels")])
 
     def command(self, *args: str) -> list[str]:
         """A command line that runs ``args`` in this sandbox (what the kernelspec does for the kernel)."""
@@ -624,19 +622,37 @@ class Sandbox:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def kernel_manager_class(folder: Path | None = None, uid: int | None = None):
+# What nbgrader sets in its own environment for the kernels it starts (``utils.setenv``): passed on to them.
+NBGRADER_ENV = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
+
+
+def kernel_manager_class(folder: Path | None = None, uid: int | None = None, *, env: dict[str, str] | None = None,
+                         kernel_dirs: list[str] = ()):
     """A jupyter_client kernel manager whose clients' sockets are bounded (``bounds.bounded_kernel_client``).
-    With ``folder``: its connection file and sockets (the ``ipc`` transport: socket files, no TCP) are in
-    ``folder``, as the sandbox has no network of the grader's to listen on."""
+    ``env``: the environment its kernels start with (plus nbgrader's own ``NBGRADER_EXECUTION``); None:
+    this process's. ``kernel_dirs``: kernelspec folders searched first. With ``folder``: its connection file
+    and sockets (the ``ipc`` transport: socket files, no TCP) are in ``folder``, as the sandbox has no
+    network of the grader's to listen on."""
     import uuid
 
+    from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.paths import jupyter_path
     from traitlets import default
 
     class BoundedKernelManager(AsyncKernelManager):
         @default("client_factory")
         def _bounded_client(self):
             return bounded_kernel_client()
+
+        @default("kernel_spec_manager")
+        def _own_kernel_specs(self):
+            return KernelSpecManager(parent=self, kernel_dirs=[*kernel_dirs, *jupyter_path("kernels")])
+
+        async def _async_pre_start_kernel(self, **kwargs):
+            if env is not None:
+                kwargs["env"] = {**env, **{name: os.environ[name] for name in NBGRADER_ENV if name in os.environ}}
+            return await super()._async_pre_start_kernel(**kwargs)
 
     if folder is None:
         return BoundedKernelManager

@@ -25,10 +25,11 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from .context import SubmissionContext
 from .isolation import kill_submission_processes
 from .results import WorkerReport
 
@@ -71,9 +72,10 @@ class WarmWorker:
         self.channel = Connection(ours.detach())
         self.started += 1
 
-    def grade(self, request: dict, *, student_tag: str, timeout_s: float) -> Outcome:
-        """Send one submission (``request``: lab, student, course, log, env, cell_timeout) and wait
-        at most ``timeout_s`` for its report; then sweep away what the student left running."""
+    def grade(self, context: SubmissionContext, *, timeout_s: float) -> Outcome:
+        """Send one submission (``context``) and wait at most ``timeout_s`` for its report; then sweep away
+        what the student left running (the processes carrying ``context.tag``)."""
+        student_tag = context.tag
         if self.proc is None or self.proc.poll() is not None:
             self._stop()
             self._start()
@@ -81,7 +83,7 @@ class WarmWorker:
         deadline = time.monotonic() + timeout_s
         report, detail, hit_limit = None, "", False
         try:
-            self.channel.send_bytes(json.dumps({**request, "nonce": nonce}).encode())
+            self.channel.send_bytes(json.dumps({**asdict(context), "nonce": nonce}).encode())
             while report is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -1,19 +1,19 @@
 """The worker: what runs in the child process that grades submissions.
 
-    python -m streamlab.grading.worker LAB STUDENT --course DIR --report FILE [--cell-timeout S]
     python -m streamlab.grading.worker --serve FD [--checks hidden_checks.py --checks-sha256 H]
 
-The first form grades one submission. The second is a warm worker (see ``warm``): it grades the
-submissions the grader sends it over the channel FD, one after another, with nbgrader already
-imported; every student still gets a fresh kernel, and fresh hidden checks in a process of their own
-(``hidden.ChecksProcess``), started while the notebook runs.
+A warm worker (see ``warm``): it grades the submissions the grader sends it over the channel FD, one
+after another, with nbgrader already imported; each request is a ``SubmissionContext`` (``context``),
+passed from here on as an argument. Every student still gets a fresh kernel, started with the
+submission's environment, and fresh hidden checks in a process of their own (``hidden.ChecksProcess``),
+started while the notebook runs.
 
 It runs nbgrader's own ``autograde`` (which puts the original test cells back, then, with the grader's
 own steps, takes any hidden test region out (``withhold``) and executes the notebook in a fresh kernel
-with a time limit per cell, its outputs bounded) and
-``generate_feedback`` in the student's private course folder, and writes a ``WorkerReport`` (JSON)
-to FILE. The grader starts it with the submission's environment (see ``isolation``) and stops it,
-with everything it started, at the whole-submission limit.
+with a time limit per cell, its outputs bounded) and ``generate_feedback`` in the student's private
+course folder, and answers with a ``WorkerReport``. The grader stops it, with everything it started, at
+the whole-submission limit. The worker's own environment is never changed: what a submission's processes
+need is given to each of them when it starts.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .bounds import bounded_execute
+from .context import SubmissionContext
 from .feedback import inert_feedback_pages
 from .hidden import (
     CHECKS_LIMITS,
@@ -97,62 +98,56 @@ def _read_autograded(notebooks: list[Path], started_at: datetime) -> tuple[list[
     return timeouts, timings
 
 
-def run_worker(course: Path, lab: str, student: str, cell_timeout: float | None = None,
-               checks: Path | None = None, checks_sha256: str | None = None, *,
-               limits: Limits | None = None, sandboxed: bool = True, principal: Principal | None = None,
-               kafka_sandbox: str | None = None) -> WorkerReport:
+def run_worker(context: SubmissionContext, checks: Path | None = None, checks_sha256: str | None = None, *,
+               principal: Principal | None = None) -> WorkerReport:
     """nbgrader autograde, the lab's hidden checks (``checks``: its hidden_checks.py), then
-    generate_feedback, for ``student``'s submission in ``course``.
+    generate_feedback, for the submission ``context`` describes.
 
-    ``sandboxed``: the student's kernel runs in a ``Sandbox`` (with ``limits``), made from this
-    process's environment (the submission's data folder, topic prefix and broker) and gone afterwards;
-    the hidden checks run in a sandbox of their own (``hidden.ChecksProcess``), with the student's data
-    folder read-only. ``principal`` and ``kafka_sandbox`` (the broker's SANDBOX listener): their Kafka
-    connections are the principal's, allowed the submission's topics only (see ``tenancy``); without
-    them, the topic prefix."""
+    With ``context.sandbox`` (its limits), the student's kernel runs in a ``Sandbox`` made from
+    ``context.env`` and gone afterwards; the hidden checks run in a sandbox of their own
+    (``hidden.ChecksProcess``), with the student's data folder read-only. ``principal`` and
+    ``context.kafka_sandbox`` (the broker's SANDBOX listener): their Kafka connections are the
+    principal's, allowed the submission's topics only (see ``tenancy``); without them, the topic prefix."""
     box = None
-    saved_env = dict(os.environ)
     try:
-        if sandboxed:
+        if context.sandbox is not None:
             if principal is not None:
-                principal.allow_only(os.environ["STREAMLAB_TOPIC_PREFIX"])
-            box = Sandbox(dict(os.environ), limits, principal=principal, sandbox_servers=kafka_sandbox)
-            os.environ.update(box.kernel_env())
+                principal.allow_only(context.topic_prefix)
+            box = Sandbox(dict(context.env), Limits(**context.sandbox), principal=principal,
+                          sandbox_servers=context.kafka_sandbox)
         checks_process = None
         if checks is not None:
-            checks_process = _start_checks(checks, checks_sha256, sandboxed=sandboxed, principal=principal,
-                                           kafka_sandbox=kafka_sandbox)
+            checks_process = _start_checks(context, checks, checks_sha256, principal=principal)
         try:
-            return _grade(course, lab, student, cell_timeout, checks_process, box)
+            return _grade(context, checks_process, box)
         finally:
             if checks_process is not None:
                 checks_process.close()
     finally:
         if box is not None:
             box.close()
-        os.environ.clear()
-        os.environ.update(saved_env)
 
 
-def _start_checks(checks: Path, checks_sha256: str | None, *, sandboxed: bool, principal: Principal | None,
-                  kafka_sandbox: str | None) -> ChecksProcess:
+def _start_checks(context: SubmissionContext, checks: Path, checks_sha256: str | None, *,
+                  principal: Principal | None) -> ChecksProcess:
     """Start the submission's hidden checks (their Spark starts while the notebook runs)."""
-    student_data = Path(os.environ["STREAMLAB_DATA_DIR"])
-    env = dict(os.environ, STREAMLAB_DATA_DIR=str(checks_work(student_data) / "data"))
+    student_data = context.data_dir
+    env = dict(context.env, STREAMLAB_DATA_DIR=str(checks_work(student_data) / "data"))
     env.pop("JUPYTER_PATH", None)
     make_box = None
-    if sandboxed:
+    if context.sandbox is not None:
         def make_box():
-            return Sandbox(env, CHECKS_LIMITS, principal=principal, sandbox_servers=kafka_sandbox,
+            return Sandbox(env, CHECKS_LIMITS, principal=principal, sandbox_servers=context.kafka_sandbox,
                            read_only=(str(checks), str(student_data)))
     return ChecksProcess(checks, checks_sha256 or "", student_data=student_data,
-                         topic_prefix=os.environ["STREAMLAB_TOPIC_PREFIX"], env=env, sandbox=make_box)
+                         topic_prefix=context.topic_prefix, env=env, sandbox=make_box)
 
 
-def grading_config(course: Path, cell_timeout: float | None):
+def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[str, str] | None = None):
     """The course's nbgrader config for autograding in ``course``, with the grader's own steps: outputs kept
     within bounds as they arrive (``bounds``), hidden tests taken out right after nbgrader puts the test
-    cells back (``withhold``), kernel clients whose messages are bounded."""
+    cells back (``withhold``), kernel clients whose messages are bounded, and kernels started with
+    ``kernel_env`` (the submission's environment; None: this process's)."""
     from nbgrader.converters import Autograde
 
     config = nbgrader_config(course, cell_timeout=cell_timeout)
@@ -162,18 +157,18 @@ def grading_config(course: Path, cell_timeout: float | None):
     steps = Autograde.class_traits()["sanitize_preprocessors"].default()
     at = [step.__name__ for step in steps].index("OverwriteCells") + 1
     config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
-    config.Execute.kernel_manager_class = kernel_manager_class()
+    config.Execute.kernel_manager_class = kernel_manager_class(env=kernel_env)
     return config
 
 
-def _grade(course: Path, lab: str, student: str, cell_timeout: float | None,
-           checks: ChecksProcess | None, box: Sandbox | None) -> WorkerReport:
+def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbox | None) -> WorkerReport:
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde, GenerateFeedback
 
-    config = grading_config(course, cell_timeout)
+    course, lab, student = Path(context.course), context.lab, context.student
+    config = grading_config(course, context.cell_timeout, context.env)
     if box is not None:
-        box.configure(config)
+        box.configure(config, context.env)
     started, started_at = time.monotonic(), datetime.now(UTC)
     with (box.stopped_at_a_limit() if box is not None else nullcontext()):
         autograded = run_converter(Autograde, config, assignment=lab, student=student,
@@ -256,16 +251,17 @@ def _output_to(log_path: Path):
 def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> None:
     """Grade the submissions the grader sends over ``channel_fd`` until it closes the channel.
 
-    Each request names the student, their course folder, log file and environment (their tag,
-    topic prefix and data folder): the student's kernel is started with that environment, so the
-    grader's sweep finds everything it starts. The channel is not inherited by kernels.
+    Each request is a ``SubmissionContext`` (plus the channel's nonce): the student, their course
+    folder, log file and environment (their tag, topic prefix and data folder), which the student's
+    kernel is started with, so the grader's sweep finds everything it starts. The channel is not
+    inherited by kernels.
     """
     from multiprocessing.connection import Connection
 
     os.set_inheritable(channel_fd, False)
     channel = Connection(channel_fd)
     import nbgrader.converters  # noqa: F401 - imported once, for every student
-    own_env, own_cwd = dict(os.environ), os.getcwd()
+    own_cwd = os.getcwd()
     principal = None  # this slot's Kafka principal, made for the first sandboxed submission
     while True:
         try:
@@ -273,27 +269,19 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
         except EOFError:
             break
         try:
-            os.environ.clear()
-            os.environ.update(request["env"])
-            os.chdir(request["course"])
-            with _output_to(Path(request["log"])):
+            context = SubmissionContext.from_dict(request)
+            os.chdir(context.course)
+            with _output_to(Path(context.log)):
                 try:
-                    sandbox, kafka_sandbox = request.get("sandbox"), request.get("kafka_sandbox")
-                    if sandbox is not None and kafka_sandbox and principal is None:
-                        principal = Principal(os.environ["KAFKA_BOOTSTRAP_SERVERS"])
-                    report = run_worker(Path(request["course"]), request["lab"], request["student"],
-                                        request.get("cell_timeout"), checks, checks_sha256,
-                                        limits=Limits(**sandbox) if sandbox else None,
-                                        sandboxed=sandbox is not None, principal=principal,
-                                        kafka_sandbox=kafka_sandbox)
+                    if context.sandbox is not None and context.kafka_sandbox and principal is None:
+                        principal = Principal(context.bootstrap)
+                    report = run_worker(context, checks, checks_sha256, principal=principal)
                 except Exception:
                     logging.exception("grading failed")
                     raise
         except Exception as err:  # the grader's own failure: reported, and the next student goes on
             report = WorkerReport.no_result(Status.ERROR, f"the worker failed: {type(err).__name__}: {str(err)[:300]}")
         finally:
-            os.environ.clear()
-            os.environ.update(own_env)
             os.chdir(own_cwd)
         channel.send_bytes(json.dumps({"nonce": request["nonce"], "report": report.to_json()}).encode())
     if principal is not None:
@@ -303,25 +291,13 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streamlab.grading.worker",
                                      description="Grade submissions (started by `streamlab grade`).")
-    parser.add_argument("lab", nargs="?")
-    parser.add_argument("student", nargs="?")
-    parser.add_argument("--serve", type=int, metavar="FD", help="be a warm worker on channel FD")
-    parser.add_argument("--course", help="the student's private nbgrader course folder")
-    parser.add_argument("--report", help="where to write the report (JSON)")
-    parser.add_argument("--cell-timeout", type=float, default=None)
+    parser.add_argument("--serve", type=int, metavar="FD", required=True, help="serve the grader on channel FD")
     parser.add_argument("--checks", default=None, help="the lab's hidden_checks.py (hidden checks)")
     parser.add_argument("--checks-sha256", default=None, help="refuse to run hidden_checks.py if it changed")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(levelname)s] %(message)s")
-    checks = Path(args.checks) if args.checks else None
-    if args.serve is not None:
-        serve(args.serve, checks, args.checks_sha256)
-        return 0
-    if not (args.lab and args.student and args.course and args.report):
-        parser.error("LAB, STUDENT, --course and --report are needed (or --serve)")
-    report = run_worker(Path(args.course), args.lab, args.student, args.cell_timeout, checks, args.checks_sha256)
-    Path(args.report).write_text(report.to_json())
+    serve(args.serve, Path(args.checks) if args.checks else None, args.checks_sha256)
     return 0
 
 

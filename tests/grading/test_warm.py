@@ -13,6 +13,7 @@ import time
 
 import psutil
 
+from streamlab.grading.context import SubmissionContext
 from streamlab.grading.isolation import TAG, leftover_processes
 from streamlab.grading.results import Status, WorkerReport
 from streamlab.grading.warm import WORKER, WarmWorker
@@ -49,17 +50,16 @@ def _worker(tmp_path, tag=f"{RUN}-worker", command=None):
                       command=command or [sys.executable, "-c", FAKE_WORKER])
 
 
-def _request(student, tmp_path, tag):
-    return {"lab": "lab", "student": student, "course": str(tmp_path), "log": str(tmp_path / f"{student}.log"),
-            "env": {**os.environ, TAG: tag}, "cell_timeout": None}
+def _request(student, tmp_path, tag, course=None):
+    return SubmissionContext(lab="lab", student=student, course=str(course or tmp_path),
+                             log=str(tmp_path / f"{student}.log"), env={**os.environ, TAG: tag})
 
 
 def test_reports_come_back_and_a_forged_one_is_ignored(tmp_path):
     worker = _worker(tmp_path)
     try:
         for student in ("forged", "plain"):
-            outcome = worker.grade(_request(student, tmp_path, f"{RUN}-{student}"),
-                                   student_tag=f"{RUN}-{student}", timeout_s=30)
+            outcome = worker.grade(_request(student, tmp_path, f"{RUN}-{student}"), timeout_s=30)
             assert outcome.report is not None and outcome.report.score == 1.0
             assert not outcome.hit_limit
         assert worker.started == 1, "one process served both students"
@@ -72,13 +72,13 @@ def test_the_time_limit_stops_the_worker_and_the_students_processes(tmp_path):
     worker = _worker(tmp_path)
     try:
         started = time.monotonic()
-        outcome = worker.grade(_request("hang", tmp_path, f"{RUN}-hang"), student_tag=f"{RUN}-hang", timeout_s=3)
+        outcome = worker.grade(_request("hang", tmp_path, f"{RUN}-hang"), timeout_s=3)
         assert outcome.hit_limit and outcome.report is None
         assert time.monotonic() - started < 60
         assert outcome.killed >= 2, "the worker and the student's `sleep`"
         assert leftover_processes(f"{RUN}-hang") == []
         # the next student gets a new worker
-        outcome = worker.grade(_request("plain", tmp_path, f"{RUN}-next"), student_tag=f"{RUN}-next", timeout_s=30)
+        outcome = worker.grade(_request("plain", tmp_path, f"{RUN}-next"), timeout_s=30)
         assert outcome.report is not None and worker.started == 2
     finally:
         worker.close()
@@ -88,7 +88,7 @@ def test_the_time_limit_stops_the_worker_and_the_students_processes(tmp_path):
 def test_what_a_student_leaves_running_is_swept_and_counted(tmp_path):
     worker = _worker(tmp_path)
     try:
-        outcome = worker.grade(_request("leaves", tmp_path, f"{RUN}-leaves"), student_tag=f"{RUN}-leaves",
+        outcome = worker.grade(_request("leaves", tmp_path, f"{RUN}-leaves"),
                                timeout_s=30)
         assert outcome.report is not None and outcome.killed == 1
         assert leftover_processes(f"{RUN}-leaves") == []
@@ -100,7 +100,7 @@ def test_what_a_student_leaves_running_is_swept_and_counted(tmp_path):
 def test_a_worker_that_dies_gives_no_report_and_says_so(tmp_path):
     worker = _worker(tmp_path)
     try:
-        outcome = worker.grade(_request("die", tmp_path, f"{RUN}-die"), student_tag=f"{RUN}-die", timeout_s=30)
+        outcome = worker.grade(_request("die", tmp_path, f"{RUN}-die"), timeout_s=30)
         assert outcome.report is None and not outcome.hit_limit
         assert "exit status 3" in outcome.detail or "stopped answering" in outcome.detail
     finally:
@@ -114,10 +114,10 @@ def test_the_real_worker_reports_what_it_cannot_grade_and_serves_on(tmp_path):
     expected = {"first": "the worker failed: FileNotFoundError", "second": "nbgrader autograde failed"}
     try:
         for student, why in expected.items():
-            request = _request(student, tmp_path, f"{RUN}-real-{student}") | {"course": str(tmp_path / "nothing")}
+            request = _request(student, tmp_path, f"{RUN}-real-{student}", course=tmp_path / "nothing")
             if student == "second":
                 (tmp_path / "nothing").mkdir()
-            outcome = worker.grade(request, student_tag=f"{RUN}-real-{student}", timeout_s=120)
+            outcome = worker.grade(request, timeout_s=120)
             assert outcome.report is not None, outcome.detail
             assert outcome.report.status == Status.ERROR and why in outcome.report.detail
         assert worker.started == 1

@@ -59,5 +59,29 @@ def test_read_autograded_without_timings(tmp_path):
 def test_worker_runs_as_a_module():
     proc = subprocess.run([sys.executable, "-m", "streamlab.grading.worker", "--help"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and "--report" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "--serve" in proc.stdout and "--report" not in proc.stdout, proc.stderr
     assert "RuntimeWarning" not in proc.stderr
+
+
+def test_the_grading_processes_never_change_their_own_environment():
+    """A submission travels as a ``SubmissionContext`` passed as an argument; its environment is given to each
+    child process when it starts, never swapped into the worker's (the old worker swapped ``os.environ`` twice,
+    one swap inside the other)."""
+    import ast
+    from pathlib import Path
+
+    import streamlab.grading as grading
+
+    changes = []
+    for name in ("worker.py", "warm.py", "grader.py", "sandbox.py", "hidden.py", "tenancy.py", "context.py"):
+        tree = ast.parse((Path(grading.__file__).parent / name).read_text())
+        for node in ast.walk(tree):
+            target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                hits = [t for t in targets if isinstance(t, ast.Subscript) and ast.unparse(t.value) == "os.environ"]
+                changes += [f"{name}:{node.lineno}" for _ in hits]
+            elif target is not None and ast.unparse(target) == "os.environ" and node.func.attr in (
+                    "update", "clear", "pop", "setdefault", "popitem"):
+                changes.append(f"{name}:{node.lineno}")
+    assert changes == [], f"the grader changes its own environment at {changes}"
