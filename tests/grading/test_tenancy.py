@@ -271,7 +271,8 @@ def test_tenancy_uses_no_private_attribute_of_kafka_python():
 
     tree = ast.parse(Path(tenancy.__file__).read_text())
     private = sorted({node.attr for node in ast.walk(tree)
-                      if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                      if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                      and not node.attr.startswith("__")
                       and not (isinstance(node.value, ast.Name) and node.value.id == "self")})
     assert private == [], f"tenancy.py uses private attributes: {private}"
     imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
