@@ -64,6 +64,15 @@ class Checkpoint:
                 entries.append((int(file.name), file.read_text().splitlines()))
         return sorted(entries)
 
+    def conf(self, *, first: bool = False) -> dict:
+        """The Spark settings the offsets log recorded with its last entry (``first``: its first): the
+        settings a restart on this checkpoint uses, whatever the session says (line 2's ``conf``)."""
+        entries = self._log("offsets")
+        if not entries:
+            raise FileNotFoundError(f"{self.path} has no offsets log: no batch of it was ever planned")
+        lines = entries[0 if first else -1][1]
+        return json.loads(lines[1]).get("conf", {}) if len(lines) > 1 else {}
+
     def offsets(self):
         """One row per batch, source and Kafka partition: the offsets that batch reads up to."""
         import pandas as pd

@@ -32,6 +32,7 @@ from typing import Any
 from ..stack.kafka import bootstrap_servers, end_offsets
 from ..stack.session import STATE_STORES
 from ..stack.session import spark as get_spark
+from .checkpoint import Checkpoint
 from .runs import progress_table
 
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
@@ -67,12 +68,7 @@ def checkpoint_conf(checkpoint) -> dict:
     """The Spark settings a checkpoint recorded when its first batch was planned (``offsets/0``).
 
     These win over the session's settings when the query restarts on this checkpoint."""
-    path = Path(str(checkpoint)) / "offsets"
-    entries = sorted((int(p.name), p) for p in path.iterdir() if p.name.isdigit()) if path.is_dir() else []
-    if not entries:
-        raise FileNotFoundError(f"{checkpoint} has no offsets log: no batch of it was ever planned")
-    lines = entries[0][1].read_text().splitlines()
-    return json.loads(lines[1]).get("conf", {}) if len(lines) > 1 else {}
+    return Checkpoint(str(checkpoint)).conf(first=True)
 
 
 def provider_of(checkpoint) -> str | None:

@@ -153,12 +153,10 @@ def write_to_topic(frame, topic: str) -> None:
 def recorded_conf(checkpoint, keys=FIXED_BY_CHECKPOINT) -> dict[str, Any]:
     """The settings the checkpoint recorded with its last batch (``offsets/N``, line 2): Spark
     uses these on a restart, not the session's. Short names: the part after the last dot."""
-    root = Path(str(checkpoint))
-    last = _last_batch(root / "offsets")
-    if last is None:
+    try:
+        conf = Checkpoint(str(checkpoint)).conf()
+    except FileNotFoundError:
         return {}
-    lines = (root / "offsets" / str(last)).read_text().splitlines()
-    conf = json.loads(lines[1]).get("conf", {}) if len(lines) > 1 else {}
     return {key.rsplit(".", 1)[-1]: _short(conf.get(key)) for key in keys}
 
 
