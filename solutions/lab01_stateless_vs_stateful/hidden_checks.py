@@ -113,8 +113,8 @@ def _paths_in_state(run, ckpt) -> list[str]:
 @check("test_methods_steps", "test_methods_state")
 def methods(run):
     more = events.access_log(60, seed=11)
+    ckpt = run.checkpoint("lab01-requests")   # first: a checkpoint made to break the reader is refused here
     _require_input(run, "lab01-requests", FIRST_FOUR + more)
-    ckpt = run.checkpoint("lab01-requests")
     run.require_reached_end(ckpt, "lab01-requests")
     read = ckpt.offsets().groupby("batch")["offset"].sum()
     ends = {int(total): int(batch) for batch, total in read.items()}   # the last batch ending after n records
@@ -137,8 +137,8 @@ def methods(run):
 def restart(run):
     first = events.access_log(50, seed=3)
     second = events.access_log(30, seed=4, endpoints=[("DELETE", "/api/a"), ("GET", "/api/d")])
-    _require_input(run, "lab01-requests-restart", first + second)
     ckpt = run.checkpoint("lab01-restart")
+    _require_input(run, "lab01-requests-restart", first + second)
     run.require_reached_end(ckpt, "lab01-requests-restart")
     offsets = ckpt.offsets()
     read = offsets.groupby("batch")["offset"].sum()
