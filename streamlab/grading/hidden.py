@@ -272,6 +272,8 @@ def _trace_figure(trace: dict) -> str:
             f'<text x="{pad}" y="{height - 8}" font-size="11">batch {first}</text>'
             f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">batch {last}</text>'
             f'<text x="2" y="{pad - 10}" font-size="11">{top} rows</text>'
+            f'<text x="{width // 2}" y="{height - 8}" font-size="11" text-anchor="middle">'
+            '<tspan fill="#2e6da4">— yours</tspan>  <tspan fill="#777777">- - the reference</tspan></text>'
             f'{reference}{yours}{marks}</svg>')
 
 
