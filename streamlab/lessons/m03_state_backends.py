@@ -189,21 +189,23 @@ def wait_for_snapshot(checkpoint, version: int, *, operator: int = 0, kind: str 
         time.sleep(0.2)
 
 
-def wait_for_cleanup(checkpoint, *, operator: int = 0, timeout: float = 60.0) -> list[int]:
-    """Wait until the background maintenance has deleted version 1's state files from every state
-    partition of ``operator`` (it does so once ``minBatchesToRetain`` versions are newer than a
-    snapshot); return the partitions. Raises ``TimeoutError`` after ``timeout`` seconds."""
+def wait_for_cleanup(checkpoint, *, operator: int = 0, timeout: float = 15.0) -> dict[int, int]:
+    """Wait, at most ``timeout`` seconds, until the background maintenance has deleted version 1's state
+    files from every state partition of ``operator``; return ``{partition: the oldest version it still holds}``.
+
+    The HDFS provider deletes a partition's old files only once it holds a snapshot at or before the oldest
+    version to keep (``minBatchesToRetain`` back): the rebuild of that version starts there. A partition whose
+    snapshots all came later keeps everything, so after ``timeout`` the answer may still show version 1."""
     root = Path(str(checkpoint), "state", str(operator))
     deadline = time.monotonic() + timeout
     while True:
-        folders = [p for p in root.iterdir() if p.is_dir() and p.name.isdigit()] if root.is_dir() else []
-        kept = [p.name for p in folders
-                if any((m := _VERSIONED.match(f.name)) and int(m.group(1)) == 1 for f in p.iterdir())]
-        if folders and not kept:
-            return sorted(int(p.name) for p in folders)
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"state partition(s) {kept or 'none'} of {root} still hold version 1 after "
-                               f"{timeout:g} s: no clean-up yet (minBatchesToRetain, maintenanceInterval)")
+        oldest = {}
+        for folder in (p for p in root.iterdir() if p.is_dir() and p.name.isdigit()) if root.is_dir() else []:
+            versions = [int(m.group(1)) for f in folder.iterdir() if (m := _VERSIONED.match(f.name))]
+            if versions:
+                oldest[int(folder.name)] = min(versions)
+        if (oldest and all(v > 1 for v in oldest.values())) or time.monotonic() >= deadline:
+            return dict(sorted(oldest.items()))
         time.sleep(0.2)
 
 

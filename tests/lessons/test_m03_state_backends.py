@@ -166,13 +166,13 @@ def test_wait_for_an_hdfs_snapshot_looks_for_its_own_kind_of_file(tmp_path):
         backends.wait_for_snapshot(tmp_path, 3, kind="delta", timeout=0)
 
 
-def test_wait_for_cleanup_waits_until_no_partition_holds_version_1(tmp_path):
+def test_wait_for_cleanup_gives_the_oldest_version_each_partition_holds(tmp_path):
     for partition in ("0", "1"):
         (tmp_path / "state" / "0" / partition).mkdir(parents=True)
         for name in ("1.delta", "2.delta", "2.snapshot", "3.delta"):
             (tmp_path / "state" / "0" / partition / name).write_bytes(b"x")
-    (tmp_path / "state" / "0" / "0" / "1.delta").unlink()      # partition 0 cleaned up, partition 1 not yet
-    with pytest.raises(TimeoutError, match=r"partition\(s\) \['1'\]"):
-        backends.wait_for_cleanup(tmp_path, timeout=0)
+    (tmp_path / "state" / "0" / "0" / "1.delta").unlink()      # partition 0 cleaned up, partition 1 not (yet)
+    assert backends.wait_for_cleanup(tmp_path, timeout=0) == {0: 2, 1: 1}
     (tmp_path / "state" / "0" / "1" / "1.delta").unlink()
-    assert backends.wait_for_cleanup(tmp_path, timeout=0) == [0, 1]
+    assert backends.wait_for_cleanup(tmp_path, timeout=60) == {0: 2, 1: 2}, "returns as soon as both are clean"
+    assert backends.wait_for_cleanup(tmp_path / "nothing", timeout=0) == {}
