@@ -30,8 +30,8 @@ How a lab is written for it (see docs/contributors.md, "Writing a lab"):
 * a lab has no hidden tests: anything that runs in the student's kernel, their code can read and
   print, so the answer key is the lab's ``hidden_checks.py`` alone. A value only the kernel holds (what
   a student's function returned) is handed out by a locked cell,
-  ``sl.produce(sl.new_topic("lab03-bytes-answer"), [...])``, read by the check with
-  ``run.records("lab03-bytes-answer")`` and compared with the truth it computes from the artifacts,
+  ``sl.produce(sl.new_topic("lab03-cleanup-answer"), [...])``, read by the check with
+  ``run.records("lab03-cleanup-answer")`` and compared with the truth it computes from the artifacts,
   never trusted alone.
 * a part with state can also show the student *where* their state went wrong: ``run.trace_state(...)`` reads
   the student's state as of each committed batch from the checkpoint (here, outside the kernel) and sets it
