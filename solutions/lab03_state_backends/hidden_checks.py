@@ -44,12 +44,14 @@ def _state_counts(run, ckpt) -> dict:
     return {u: int(c) for u, c in zip(state["user"], state["count"])}
 
 
-def _answer(run, name) -> dict:
+def _answer(run, name) -> tuple[dict, float]:
+    """The one answer record a part's locked cell sent to the topic ``name``, and when (its Kafka timestamp, in
+    seconds)."""
     records = run.records(name, limit=10)
     if len(records) != 1 or not isinstance(records[0]["value"], dict):
         raise CheckFailed(f"the topic {name!r} should hold exactly one answer record: "
                           "run the part's cells once")
-    return records[0]["value"]
+    return records[0]["value"], records[0]["timestamp"] / 1000
 
 
 def _committed(ckpt) -> list[int]:
@@ -91,26 +93,23 @@ def _true_plan(files, batch) -> dict[int, list[str]]:
 
 def _given_plans(run) -> tuple[dict[int, dict[int, list[str]]], float]:
     """The plans part A's cell sent, and when it sent them (the record's Kafka timestamp, in seconds)."""
-    records = run.records("lab03-restore-answer", limit=10)
-    if len(records) != 1 or not isinstance(records[0]["value"], dict):
-        raise CheckFailed("the topic 'lab03-restore-answer' should hold exactly one answer record: "
-                          "run the part's cells once")
-    plans = records[0]["value"].get("plans")
+    answer, sent = _answer(run, "lab03-restore-answer")
+    plans = answer.get("plans")
     if not isinstance(plans, dict):
         raise CheckFailed("no restore_plan results: run part A's cells once")
     try:
         given = {int(b): {int(p): [str(n) for n in names] for p, names in plan.items()} for b, plan in plans.items()}
     except (TypeError, ValueError, AttributeError):
         raise CheckFailed("restore_plan must return {partition: [file names]}") from None
-    return given, records[0]["timestamp"] / 1000
+    return given, sent
 
 
 def _seen_at(ckpt, files, sent):
-    """The files as they were when the answer was sent: background maintenance may upload a snapshot
-    (a .zip) after the query stopped, later than the student's function looked."""
-    zips = files["kind"] == "zip"
+    """The files as they were when the answer was sent: background maintenance may write a snapshot (RocksDB's
+    .zip, the HDFS provider's .snapshot) after the query stopped, later than the student's function looked."""
+    snapshots = files["kind"].isin(["zip", "snapshot"])
     later = files["file"].map(lambda f: Path(ckpt.path, f).stat().st_mtime > sent)
-    return files[~(zips & later)]
+    return files[~(snapshots & later)]
 
 
 def _plan_matches(run, files, given, batch):
@@ -180,24 +179,16 @@ def _true_oldest(files, batches, keep) -> dict[int, int]:
 
 
 def _given_oldest(run) -> tuple[dict[int, dict[int, int]], float]:
-    records = run.records("lab03-cleanup-answer", limit=10)
-    if len(records) != 1 or not isinstance(records[0]["value"], dict) \
-            or not isinstance(records[0]["value"].get("needed"), dict):
-        raise CheckFailed("the topic 'lab03-cleanup-answer' should hold exactly one answer: run part B's cells once")
+    answer, sent = _answer(run, "lab03-cleanup-answer")
+    if not isinstance(answer.get("needed"), dict):
+        raise CheckFailed("no oldest_needed results: run part B's cells once")
     try:
-        given = {int(k): {int(p): int(v) for p, v in answer.items()}
-                 for k, answer in records[0]["value"]["needed"].items()}
+        given = {int(k): {int(p): int(v) for p, v in versions.items()} for k, versions in answer["needed"].items()}
     except (TypeError, ValueError, AttributeError):
         raise CheckFailed("oldest_needed must return {partition: version}") from None
     if sorted(given) != list(range(1, 7)) or any(sorted(a) != [0, 1] for a in given.values()):
         raise CheckFailed("oldest_needed should give a version for state partitions 0 and 1, for every keep")
-    return given, records[0]["timestamp"] / 1000
-
-
-def _seen_snapshots(ckpt, files, sent):
-    """The files as they were when the answer was sent (maintenance may snapshot the last version later)."""
-    later = files["file"].map(lambda f: Path(ckpt.path, f).stat().st_mtime > sent)
-    return files[~((files["kind"] == "snapshot") & later)]
+    return given, sent
 
 
 @check("test_cleanup_shape")
@@ -223,6 +214,10 @@ def cleanup_safe(run):
     if total > 64 * 2**20 or len(ckpt.files()) > 2_000:
         raise CheckFailed(f"part B's checkpoint is far larger than the lab's query makes ({total} bytes)")
     from streamlab.lessons.checkpoint import Checkpoint
+    before = {}   # the state as of each kept batch, read once from the untouched checkpoint
+    for batch in batches[-2:]:
+        state = ckpt.state_table(run.spark(), batchId=batch)
+        before[batch] = dict(zip(state["user"], state["count"]))
     for keep in (1, 2):
         with tempfile.TemporaryDirectory(prefix="lab03-cleanup-") as scratch:
             copy = Path(scratch, "ckpt")
@@ -238,8 +233,7 @@ def cleanup_safe(run):
                 except Exception as err:  # noqa: BLE001 - Spark's error when a needed file is gone
                     raise AssertionError(f"keep={keep}: after the cleanup the state as of batch {batch} "
                                          f"cannot be read ({type(err).__name__})") from None
-                want = ckpt.state_table(run.spark(), batchId=batch)
-                assert dict(zip(got["user"], got["count"])) == dict(zip(want["user"], want["count"])), \
+                assert dict(zip(got["user"], got["count"])) == before[batch], \
                     f"keep={keep}: after the cleanup the state as of batch {batch} is not what it was"
 
 
@@ -247,7 +241,7 @@ def cleanup_safe(run):
 def cleanup_most(run):
     ckpt, files, batches = _hdfs_checkpoint(run)
     given, sent = _given_oldest(run)
-    files = _seen_snapshots(ckpt, files, sent)
+    files = _seen_at(ckpt, files, sent)
     for keep, answer in given.items():
         assert answer == _true_oldest(files, batches, keep), \
             f"keep={keep}: not the oldest version the last {keep} batch(es) read"
@@ -260,10 +254,8 @@ def _settings(run):
     conf = checkpoint_conf(ckpt)
     if provider_of(ckpt) != "rocksdb" or conf.get("spark.sql.shuffle.partitions") != "2":
         raise CheckFailed("part C's checkpoint was not created with RocksDB and 2 state partitions")
-    records = run.records("lab03-settings-answer", limit=10)
-    if len(records) != 1 or not isinstance(records[0]["value"], dict):
-        raise CheckFailed("the topic 'lab03-settings-answer' should hold exactly one answer: run part C's cells once")
-    answer = {str(k): str(v) for k, v in records[0]["value"].items()}
+    given, _ = _answer(run, "lab03-settings-answer")
+    answer = {str(k): str(v) for k, v in given.items()}
     if sorted(answer) != sorted(WANTED):
         raise CheckFailed(f"effective_settings should give a value for each of the {len(WANTED)} wanted settings")
     expected = _expected(FIRST_RUN + RESTART)
