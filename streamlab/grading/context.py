@@ -9,8 +9,7 @@ processes (``isolation.submission_environment``), given to each child when it st
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .isolation import TAG
@@ -44,9 +43,6 @@ class SubmissionContext:
     @property
     def bootstrap(self) -> str:
         return self.env["KAFKA_BOOTSTRAP_SERVERS"]
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict) -> SubmissionContext:

@@ -261,14 +261,15 @@ class Principal:
             if handshake.error_code:
                 raise OSError(f"{where} does not take {MECHANISM} (error {handshake.error_code})")
             scram = ScramClient(self.name, self.password, MECHANISM)
-            for message in (scram.first_message, scram.final_message):
-                answer = call(SaslAuthenticateRequest_v0(auth_bytes=message()))
+
+            def authenticate(message: bytes) -> bytes:
+                answer = call(SaslAuthenticateRequest_v0(auth_bytes=message))
                 if answer.error_code:
                     raise OSError(f"could not authenticate to {where}: {answer.error_message}")
-                if message == scram.first_message:
-                    scram.process_server_first_message(answer.auth_bytes)
-                else:
-                    scram.process_server_final_message(answer.auth_bytes)
+                return answer.auth_bytes
+
+            scram.process_server_first_message(authenticate(scram.first_message()))
+            scram.process_server_final_message(authenticate(scram.final_message()))
         except BaseException:
             sock.close()
             raise

@@ -163,6 +163,13 @@ def heap_used(spark, *, gc: bool = True) -> int | None:
     return int(runtime.totalMemory() - runtime.freeMemory())
 
 
+def _partition_folders(root: Path) -> list[Path]:
+    """The state partition folders (named by a number) in an operator's folder ``root``, in partition order."""
+    if not root.is_dir():
+        return []
+    return sorted((p for p in root.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+
+
 def wait_for_snapshot(checkpoint, version: int, *, operator: int = 0, kind: str = "zip",
                       timeout: float = 60.0) -> list[int]:
     """Wait until every state partition folder of ``operator`` holds ``<version>.<kind>``; return the partitions.
@@ -178,8 +185,7 @@ def wait_for_snapshot(checkpoint, version: int, *, operator: int = 0, kind: str 
     root = Path(str(checkpoint), "state", str(operator))
     deadline = time.monotonic() + timeout
     while True:
-        folders = sorted((p for p in root.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)) \
-            if root.is_dir() else []
+        folders = _partition_folders(root)
         missing = [p.name for p in folders if not (p / f"{version}.{kind}").is_file()]
         if folders and not missing:
             return [int(p.name) for p in folders]
@@ -200,12 +206,12 @@ def wait_for_cleanup(checkpoint, *, operator: int = 0, timeout: float = 15.0) ->
     deadline = time.monotonic() + timeout
     while True:
         oldest = {}
-        for folder in (p for p in root.iterdir() if p.is_dir() and p.name.isdigit()) if root.is_dir() else []:
+        for folder in _partition_folders(root):
             versions = [int(m.group(1)) for f in folder.iterdir() if (m := _VERSIONED.match(f.name))]
             if versions:
                 oldest[int(folder.name)] = min(versions)
         if (oldest and all(v > 1 for v in oldest.values())) or time.monotonic() >= deadline:
-            return dict(sorted(oldest.items()))
+            return oldest
         time.sleep(0.2)
 
 
