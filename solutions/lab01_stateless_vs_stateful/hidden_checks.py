@@ -4,6 +4,8 @@ Never released to students (see streamlab/grading/hidden_checks.py). Each check 
 locked cells left behind — checkpoints and topics named ``lab01-...`` — and compares it with
 values computed here from the lab's seeded inputs.
 """
+import numbers
+
 from streamlab.grading.hidden_checks import CheckFailed, check
 from streamlab.lessons import events
 
@@ -95,8 +97,9 @@ def _latest(rows, key="path"):
         raise CheckFailed(f"the count column {values[0]!r} should hold whole numbers") from None
 
 
-def _paths_in_state(run, ckpt) -> list[str]:
-    """The keys of the state store keyed by path alone (the count, or the set of methods, per path)."""
+def _paths_in_state(run, ckpt, title: str, read_by_batch: dict[int, list]) -> list[str]:
+    """The keys of the state store keyed by path alone (the count, or the set of methods, per path), after drawing
+    that store after each batch beside the methods per path of what the batch had read (``read_by_batch``)."""
     operators = sorted({int(f.split("/")[1]) for f in ckpt.files()
                         if f.startswith("state/") and f.split("/")[1].isdigit()})
     if not operators:
@@ -106,8 +109,26 @@ def _paths_in_state(run, ckpt) -> list[str]:
     for operator in reversed(operators):
         table = ckpt.state_table(run.spark(), operatorId=operator)
         if "path" in table.columns and "method" not in table.columns:
+            run.trace_state(title, ckpt, {b: _methods(read) for b, read in read_by_batch.items()},
+                            _methods_held, operatorId=operator)
             return list(table["path"])
     raise CheckFailed("no state store is keyed by path: the answer per path should live in state keyed by path")
+
+
+def _methods_held(table) -> dict:
+    """{path: how many methods} of the state keyed by path: a count as it is, a set (or list) of methods by its
+    size, anything else as it is (it then differs from the reference's number)."""
+    values = [c for c in table.columns if c not in ("path", "partition_id")]
+    held = {}
+    for path, *value in zip(table["path"], *(table[c] for c in values)):
+        one = value[0] if len(value) == 1 else tuple(value)
+        if isinstance(one, numbers.Integral):
+            held[path] = int(one)
+        elif hasattr(one, "__len__") and not isinstance(one, str | tuple):
+            held[path] = len(set(one))
+        else:
+            held[path] = one
+    return held
 
 
 @check("test_methods_steps", "test_methods_state")
@@ -116,6 +137,8 @@ def methods(run):
     ckpt = run.checkpoint("lab01-requests")   # first: a checkpoint made to break the reader is refused here
     _require_input(run, "lab01-requests", FIRST_FOUR + more)
     run.require_reached_end(ckpt, "lab01-requests")
+    paths = _paths_in_state(run, ckpt, "Part B, the methods per path your state holds",
+                            run.inputs_by_batch(ckpt, "lab01-requests"))
     read = ckpt.offsets().groupby("batch")["offset"].sum()
     ends = {int(total): int(batch) for batch, total in read.items()}   # the last batch ending after n records
     if any(n not in ends for n in (1, 2, 3, 4)):
@@ -127,7 +150,6 @@ def methods(run):
         "after GET /api/a, POST /api/b, GET /api/a, PUT /api/a the counts should be a=1; a=1 b=1; the same; a=2 b=1"
     expected = _methods(FIRST_FOUR + more)
     assert _latest(out) == expected, "the latest counts in the output are not the methods of each path"
-    paths = _paths_in_state(run, ckpt)
     assert sorted(paths) == sorted(expected), "the state keyed by path should hold one row per path"
     last = out[out["batch_id"] == out["batch_id"].max()]
     assert set(last["path"]) <= {r["path"] for r in more}, "update mode outputs only the paths that changed"
@@ -148,7 +170,9 @@ def restart(run):
         raise CheckFailed("no committed batch ends where the first run should have stopped "
                           f"({len(first)} records): the query did not run twice on one checkpoint")
     expected = _methods(first + second)
-    assert sorted(_paths_in_state(run, ckpt)) == sorted(expected), \
+    held = _paths_in_state(run, ckpt, "Part C, the methods per path your state holds, over both runs",
+                           run.inputs_by_batch(ckpt, "lab01-requests-restart"))
+    assert sorted(held) == sorted(expected), \
         "after the restart the state should hold every path of both runs"
     answers = run.records("lab01-restart-answer", limit=10)
     if len(answers) != 1 or not isinstance(answers[0]["value"], dict) \

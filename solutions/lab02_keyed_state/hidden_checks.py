@@ -108,6 +108,26 @@ def _dedup_window_open() -> dict[str, datetime]:
     return {e: t for e, t in closes.items() if t > watermark}
 
 
+def _dedup_remembered_after(ckpt, topic: str) -> dict[int, dict]:
+    """{batch: {event id: True}}: the ids a right de-duplicator remembers after each committed batch. Batch b reads
+    the sends up to its end with the watermark the batches before it moved (their latest send minus the delay);
+    an id is remembered from its first send until the batch whose watermark reaches its window's close."""
+    sends, ends = _dedup_input(), _batch_ends(ckpt, topic)
+    committed = set(ckpt.commits()["batch"])
+    closes, after, latest, start = {}, {}, None, 0
+    for batch in sorted(b for b in ends if b in committed):
+        watermark = latest - DEDUP_WATERMARK_DELAY if latest is not None else None
+        chunk = sends[start:ends[batch]]
+        for send in chunk:
+            closes.setdefault(send["event_id"], _when(send["ts"]) + timedelta(milliseconds=RESEND_MS))
+        after[batch] = {e: True for e, t in closes.items() if watermark is None or t > watermark}
+        if chunk:
+            newest = max(_when(s["ts"]) for s in chunk)
+            latest = newest if latest is None else max(latest, newest)
+        start = ends[batch]
+    return after
+
+
 @check("test_dedup_output")
 def dedup_output(run):
     sends = _dedup_input()
@@ -134,9 +154,12 @@ def dedup_state(run):
     state = _variable(run, ckpt, "first_sent", "ValueState", time_mode="EventTime")
     if "event_id" not in state.columns:
         raise CheckFailed(f"`first_sent` should be keyed by event_id; its columns are {list(state.columns)}")
+    diverged = run.trace_state("Part A, first_sent (the ids remembered)", ckpt,
+                               _dedup_remembered_after(ckpt, run.topic("lab02-dedup-in")),
+                               lambda table: {e: True for e in table["event_id"]}, stateVarName="first_sent")
     assert sorted(state["event_id"]) == sorted(window_open), \
         (f"only the {len(window_open)} ids whose re-send window is still open should be remembered in `first_sent`; "
-         f"found {len(state)}")
+         f"found {len(state)}" + (f" (it first differed after batch {diverged})" if diverged is not None else ""))
     registered = timers(ckpt, run.spark())
     got = sorted((e, t.to_pydatetime()) for e, t in zip(registered["event_id"], registered["expires_at"]))
     assert got == sorted(window_open.items()), \

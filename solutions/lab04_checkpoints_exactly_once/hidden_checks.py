@@ -73,6 +73,17 @@ def _attempts(run, name: str, crash_batch: int = 1):
     return rows
 
 
+def _trace_counts(run, title: str, ckpt, topic_name: str) -> None:
+    """Draw the count query's state (a count per path) after each batch beside the counts of the requests the
+    batch had read by then: what a sink downstream of it should have received."""
+    def counts(table) -> dict:
+        if not {"path", "count"} <= set(table.columns):
+            raise CheckFailed(f"the count query's state should be a count per path; it has {list(table.columns)}")
+        return {p: int(n) for p, n in zip(table["path"], table["count"])}
+    run.trace_state(title, ckpt, {b: dict(Counter(r["path"] for r in read))
+                                  for b, read in run.inputs_by_batch(ckpt, topic_name).items()}, counts)
+
+
 def _latest(rows) -> dict:
     return sl.latest(rows.sort_values("batch_id", kind="stable")[["batch_id", "path", "count"]], "path", "count")
 
@@ -116,6 +127,7 @@ def idempotent_sink(run):
     ckpt = run.checkpoint("lab04-idempotent")
     run.require_reached_end(ckpt, "lab04-b-requests")
     attempts = _attempts(run, "lab04-b-attempts")
+    _trace_counts(run, "Part B, the count per path your sink is given", ckpt, "lab04-b-requests")
     stores = sorted((run.data / "stores").glob("lab04-store-*.sqlite"))
     if len(stores) != 1:
         raise CheckFailed(f"expected one SQLite store lab04-store-*.sqlite, found {len(stores)}")
@@ -173,6 +185,7 @@ def _json_values(records, topic_name: str) -> list[dict]:
 @check("test_transactional_exactly_once")
 def transactional_sink(run):
     ckpt, expected = _two_crashes(run)
+    _trace_counts(run, "Part C, the count per path your sink is given", ckpt, "lab04-c-requests")
     out_topic, audit_topic = run.topic("lab04-tx-out"), run.topic("lab04-tx-audit")
     rows = _json_values(read_committed(out_topic), "TX_TOPIC")
     assert rows, "TX_TOPIC holds no committed rows"
@@ -235,6 +248,7 @@ def two_kinds_of_state(run):
     if ckpt.commits()["batch"].tolist() != [0, 1, 2]:
         raise CheckFailed("the count's checkpoint should hold batches 0, 1 and 2 (30 to 44 records each): "
                           "run the notebook once, top to bottom")
+    _trace_counts(run, "Part D, the keyed state your answers describe", ckpt, "lab04-d-requests")
     answers = {r["value"]["batch"]: r["value"] for r in run.records("lab04-two-states-answers")
                if isinstance(r["value"], dict) and isinstance(r["value"].get("batch"), int)}
     assert set(answers) == {1, 2}, f"expected the answers for batches 1 and 2, found {sorted(answers)}"

@@ -151,6 +151,21 @@ def _counts(state) -> dict[str, int]:
     return {m: int(n) for m, n in zip(state["method"], state["count"])}
 
 
+def _rebuilt_by_batch(new, topic: str, records: dict, read_by_then: dict[int, int]) -> dict[int, dict]:
+    """{batch: {method: count}} a right rebuild holds after each of its batches: the records it had read by then
+    that the job had read by batch AS_OF."""
+    offsets = new.offsets()
+    offsets = offsets[offsets["topic"] == topic]
+    committed, expected = set(new.commits()["batch"]), {}
+    for batch, group in offsets.groupby("batch"):
+        if batch in committed:
+            ends = {int(p): min(int(o), read_by_then.get(int(p), 0)) for p, o in zip(group["partition"],
+                                                                                     group["offset"])}
+            expected[int(batch)] = dict(Counter(r["value"]["method"] for (p, o), r in records.items()
+                                                if o < ends.get(p, 0)))
+    return expected
+
+
 @check("test_rebuild_state")
 def rebuild_state(run):
     records = _input(run, "lab05-history", HISTORY_LOG)
@@ -173,10 +188,14 @@ def rebuild_state(run):
     if new.query_id() == old.query_id():
         raise CheckFailed("the rebuild must run with a new checkpoint, not a copy of the job's")
     got = _counts(new.state_table(spark))
+    diverged = run.trace_state("Part D, the rebuilt count per method", new,
+                               _rebuilt_by_batch(new, topic, records, read_by_then),
+                               lambda table: _counts(table) if len(table) else {})
+    also = f" (it first differed after batch {diverged})" if diverged is not None else ""
     assert sum(got.values()) == sum(expected.values()), \
         (f"Part D: by the end of batch {AS_OF} the job had read {sum(expected.values())} records; the rebuilt state "
-         f"counts {sum(got.values())}")
-    assert got == dict(expected), f"Part D: the rebuilt state per method should be {dict(expected)}, it is {got}"
+         f"counts {sum(got.values())}{also}")
+    assert got == dict(expected), f"Part D: the rebuilt state per method should be {dict(expected)}, it is {got}{also}"
     out = run.output("lab05-rebuild-out")
     if not {"method", "count"} <= set(out.columns):
         raise CheckFailed("Part D: the rebuild's output topic holds no counts per method")

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numbers
 from datetime import UTC, datetime
 
+import pandas as pd
+
 from streamlab.grading.hidden_checks import CheckFailed, check
 from streamlab.lessons.events import timed_events
 from streamlab.lessons.m02_keyed_state import state_variable, state_variables, timers
@@ -120,11 +122,12 @@ def _simulate(events, batches, size_s: int, slide_s: int):
     """Expected windowed aggregation over the committed ``batches`` (see the module doc).
 
     Returns (watermarks {batch: ms}, output {(batch, sensor, start, end): [events]},
-    dropped [(event id, window start)], open windows {(sensor, start, end)}).
+    dropped [(event id, window start)], open windows {(sensor, start, end)},
+    the windows held after each batch {batch: {window label: readings}}).
     """
     size, slide = size_s * 1000, slide_s * 1000
     state: dict[tuple[str, int, int], list[dict]] = {}
-    output, dropped, watermarks = {}, [], {}
+    output, dropped, watermarks, held_after = {}, [], {}, {}
     watermark, previous, latest = 0, 0, None
     for batch, first, end, _ in batches:
         watermarks[batch] = watermark
@@ -141,10 +144,44 @@ def _simulate(events, batches, size_s: int, slide_s: int):
             latest = t if latest is None else max(latest, t)
         for key in sorted(k for k in state if k[2] <= watermark):
             output[(batch,) + key] = state.pop(key)
+        held_after[batch] = {_window_label(*key): len(v) for key, v in state.items()}
         previous = watermark
         if latest is not None:
             watermark = max(watermark, latest - DELAY_MS)
-    return watermarks, output, dropped, set(state)
+    return watermarks, output, dropped, set(state), held_after
+
+
+def _window_label(sensor: str, start_ms: int, end_ms: int) -> str:
+    return (f"{sensor} {datetime.fromtimestamp(start_ms / 1000, UTC):%H:%M:%S}-"
+            f"{datetime.fromtimestamp(end_ms / 1000, UTC):%H:%M:%S}")
+
+
+def _is_window(value) -> bool:
+    """A window struct as pandas gives it: a dict (through Arrow) or a Row, with a start and an end."""
+    fields = value.asDict() if hasattr(value, "asDict") else value if isinstance(value, dict) else {}
+    return {"start", "end"} <= set(fields)
+
+
+def _windows_held(table) -> dict[str, int]:
+    """{window label: readings counted} of an aggregation's state table (one row per sensor and window),
+    for the state trace: the window column is the key's struct with a start and an end; the count is the
+    value's one whole number, or else the length of its one list (the ids collected); None if neither."""
+    if table.empty:
+        return {}
+    first = table.iloc[0]
+    windows = [c for c in table.columns if _is_window(first[c])]
+    if "sensor" not in table.columns or not windows:
+        raise CheckFailed(f"the state is not keyed by sensor and window: its columns are {list(table.columns)}")
+    values = [c for c in table.columns if c not in ("sensor", "partition_id", windows[0])]
+    whole = [c for c in values if isinstance(first[c], numbers.Integral)]
+    lists = [c for c in values if hasattr(first[c], "__len__") and not isinstance(first[c], str | bytes)]
+    held = {}
+    for _, row in table.iterrows():
+        window = row[windows[0]]  # naive times are the session's, UTC
+        label = _window_label(row["sensor"], int(pd.Timestamp(window["start"]).timestamp() * 1000),
+                              int(pd.Timestamp(window["end"]).timestamp() * 1000))
+        held[label] = int(row[whole[0]]) if len(whole) == 1 else len(row[lists[0]]) if len(lists) == 1 else None
+    return held
 
 
 def _require_watermarks(batches, expected: dict[int, int]) -> None:
@@ -180,7 +217,7 @@ def _tumbling(run):
 
 @check("test_tumbling_rows")
 def tumbling_rows(run):
-    _, _, (_, expected, _, _) = _tumbling(run)
+    _, _, (_, expected, _, _, _) = _tumbling(run)
     rows = _output(run, "lab06-tumbling-out", {"sensor", "count", "ids", "batch_id"})
     got = {}
     for row in rows:
@@ -194,7 +231,8 @@ def tumbling_rows(run):
 
 @check("test_tumbling_late")
 def tumbling_late(run):
-    ckpt, batches, (watermarks, expected, dropped, still_open) = _tumbling(run)
+    ckpt, batches, (watermarks, expected, dropped, still_open, held_after) = _tumbling(run)
+    run.trace_state("Part A, the open windows (readings counted in each)", ckpt, held_after, _windows_held)
     _require_watermarks(batches, watermarks)
     rows = _output(run, "lab06-tumbling-out", {"sensor", "ids"})
     counted = {int(i) for row in rows for i in row["ids"]}
@@ -216,7 +254,8 @@ def sliding(run):
     events = _events(run)
     ckpt = run.checkpoint("lab06-sliding")
     batches = _batches(run, ckpt)
-    watermarks, expected, _, still_open = _simulate(events, batches, 20, 10)
+    watermarks, expected, _, still_open, held_after = _simulate(events, batches, 20, 10)
+    run.trace_state("Part B, the open windows (readings counted in each)", ckpt, held_after, _windows_held)
     _require_watermarks(batches, watermarks)
     rows = _output(run, "lab06-sliding-out", {"sensor", "count", "max_value", "batch_id"})
     got = {}
@@ -378,11 +417,19 @@ def _flags_expected() -> dict[int, tuple[int, bool]]:
 
 def _replay(run, size: int):
     """A Part D replay's checkpoint, after checking it read the lab's events ``size`` per micro-batch with a
-    processor that keeps ``max_seen``."""
+    processor that keeps ``max_seen``, and its batches [(batch, first record, end, watermark)]."""
     ckpt = run.checkpoint(f"lab06-flags-{size}")
-    _batches(run, ckpt, size)
+    batches = _batches(run, ckpt, size)
     _declared(run, ckpt, "max_seen", "ValueState", "NoTime")
-    return ckpt
+    return ckpt, batches
+
+
+def _max_seen(table) -> dict:
+    """{"max_seen": the latest event_ms} of the one row `max_seen` should hold (the row's largest whole number:
+    its key may be a constant)."""
+    latest = [max((int(v) for c, v in row.items() if c != "partition_id" and isinstance(v, numbers.Integral)),
+                  default=None) for _, row in table.iterrows()]
+    return {"max_seen": latest[0] if len(latest) == 1 else tuple(latest)}
 
 
 @check("test_two_clocks_replay")
@@ -390,7 +437,7 @@ def flags_replay(run):
     _events(run)
     expected = _flags_expected()
     for size in REPLAY_SIZES:
-        _replay(run, size)
+        _replay(run, size)[0]
         rows = _output(run, f"lab06-flags-{size}-out", {"id", "behind_s", "late", "batch_id"})
         got = {}
         for row in rows:
@@ -412,8 +459,12 @@ def flags_state(run):
     _events(run)
     latest = max(_ms(e["event_time"]) for e in EVENTS)
     for size in REPLAY_SIZES:
-        ckpt = _replay(run, size)
+        ckpt, batches = _replay(run, size)
         table = state_variable(ckpt, "max_seen", run.spark())
+        seen_after = {batch: {"max_seen": max(_ms(e["event_time"]) for e in EVENTS[:end])}
+                      for batch, _, end, _ in batches if end}
+        run.trace_state(f"Part D, max_seen ({size} readings a batch)", ckpt, seen_after, _max_seen,
+                        stateVarName="max_seen")
         if len(table) != 1:
             raise CheckFailed(f"{size} per batch: `max_seen` should hold one row (one key for the whole stream), "
                               f"it holds {len(table)}")

@@ -23,6 +23,17 @@ def _counts(rows, keep=lambda r: True) -> Counter:
     return Counter(r["path"] for r in rows if keep(r))
 
 
+def _path_counts(table) -> dict[str, int]:
+    """{path: count} of a count query's state table (a path and one whole number per row), for the state trace."""
+    values = [c for c in table.columns if c not in ("path", "partition_id")]
+    if "path" not in table.columns or len(values) != 1:
+        raise CheckFailed(f"the state should be a count per path; its columns are {list(table.columns)}")
+    try:
+        return {p: int(n) for p, n in zip(table["path"], table[values[0]])}
+    except (TypeError, ValueError):
+        raise CheckFailed("the state's counts should be whole numbers") from None
+
+
 def _savepoint(run):
     """The savepoint the setup took from v0, checked to be a copy of v0 at its last batch."""
     v0 = run.checkpoint("lab07-v0")
@@ -41,6 +52,20 @@ def _from(savepoint_ckpt, copy, what: str) -> None:
         raise CheckFailed(f"{what} did not start from a copy of the savepoint")
 
 
+def _v1_counts_by_batch(run, v1) -> dict[int, dict]:
+    """{batch: {path: count}} a right v1 holds after each batch: v0's counts up to the savepoint's batch, then
+    those plus every request but a POST that v1 read since."""
+    start = savepoint_info(v1)["batch"]
+    read = run.inputs_by_batch(v1, TOPIC)
+    if start not in read:
+        raise CheckFailed(f"v1's checkpoint does not hold the savepoint's batch {start}")
+
+    def not_post(request):
+        return request["method"] != "POST"
+    since = {b: _counts(read[b], not_post) - _counts(read[start], not_post) for b in read if b > start}
+    return {b: dict(_counts(read[min(b, start)]) + since.get(b, Counter())) for b in read}
+
+
 @check("test_upgrade_output", "test_upgrade_state")
 def upgrade(run):
     v0, savepoint = _savepoint(run)
@@ -48,9 +73,12 @@ def upgrade(run):
     _from(savepoint, v1, "v1")
     run.require_reached_end(v1, TOPIC)
     expected = dict(_counts(EARLY + LATE) + _counts(AFTER, lambda r: r["method"] != "POST"))
+    diverged = run.trace_state("Part A, v1's count per path (batches 0 and 1 are v0's)", v1,
+                               _v1_counts_by_batch(run, v1), _path_counts)
     state = v1.state_dict(run.spark())
     assert state == expected, \
-        f"v1's state holds {state}, expected {expected} (v0's counts plus the non-POST requests after the savepoint)"
+        (f"v1's state holds {state}, expected {expected} (v0's counts plus the non-POST requests after the "
+         f"savepoint)" + (f"; it first differed after batch {diverged}" if diverged is not None else ""))
     out = run.output("lab07-v1-out")
     for column in ("path", "count", "busy"):
         assert column in out.columns, f"v1's output has no column {column!r}"
@@ -84,21 +112,30 @@ def _v2(run):
     return v2
 
 
-@check("test_bootstrap_counts")
-def bootstrap_counts(run):
-    _savepoint(run)
-    v2 = _v2(run)
-    table = state_variable(v2, "requests", run.spark())
+def _requests(table) -> dict[tuple[str, str], int]:
+    """{(path, method): requests} of v2's map state `requests` as a table (path, map key, value)."""
     fields = [c for c in table.columns if c not in ("path", "partition_id")]
     if "path" not in table.columns or len(fields) != 2:
         raise CheckFailed(f"`requests` should map a method to a number of requests, per path; its columns are "
                           f"{list(table.columns)}")
     try:
-        got = {(p, m): int(n) for p, m, n in zip(table["path"], table[fields[0]], table[fields[1]])}
+        return {(p, m): int(n) for p, m, n in zip(table["path"], table[fields[0]], table[fields[1]])}
     except (TypeError, ValueError):
         raise CheckFailed("the values of `requests` should be whole numbers") from None
+
+
+@check("test_bootstrap_counts")
+def bootstrap_counts(run):
+    _savepoint(run)
+    v2 = _v2(run)
+    got = _requests(state_variable(v2, "requests", run.spark()))
     expected = {(p, V0_METHOD): n for p, n in _counts(EARLY + LATE).items()}
     expected.update(Counter((r["path"], r["method"]) for r in AFTER))
+    at_savepoint = Counter((r["path"], r["method"]) for r in EARLY + LATE)
+    run.trace_state("Part B, requests ((path, method) -> requests)", v2,
+                    {b: {(p, V0_METHOD): n for p, n in _counts(EARLY + LATE).items()}
+                     | dict(Counter((r["path"], r["method"]) for r in read) - at_savepoint)
+                     for b, read in run.inputs_by_batch(v2, TOPIC).items()}, _requests, stateVarName="requests")
     v0_part = {k: n for k, n in got.items() if k[1] == V0_METHOD}
     assert v0_part == {k: n for k, n in expected.items() if k[1] == V0_METHOD}, \
         f"v0's counts at the savepoint should be under {V0_METHOD!r}: expected {dict(_counts(EARLY + LATE))}"
@@ -190,6 +227,8 @@ def live_state(run):
                               "run the cells as they are")
         return from_records
 
+    run.trace_state("Part D, the live query's count per path", ckpt,
+                    {b: dict(up_to(b)) for b in sorted(int(b) for b in ckpt.commits()["batch"])}, _path_counts)
     batch, grew = _answer(answers["during"], "during")
     assert batch == 1, f"while batch 2 ran, the last committed batch was 1; the answer says {batch}"
     assert grew == growth(1), \

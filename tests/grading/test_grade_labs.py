@@ -426,7 +426,8 @@ def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
     for title, batch in diverges.items():
         assert partial[title]["diverged_at"] == batch, partial[title]
         assert f"Your state diverged from the reference's at batch {batch}" in text
-    assert graded["lab"] != "lab02_keyed_state" or (reference and diverges), "lab02 traces parts B and C"
+    assert reference, "every lab draws the state of its stateful parts, batch by batch"
+    assert graded["lab"] != "lab02_keyed_state" or diverges, "lab02's partial diverges in a traced part"
 
 
 def test_faked_results_get_zero(graded):
