@@ -35,7 +35,7 @@ from ..stack import broker
 from .grader import Grader
 from .labs import GradingError, lab_notebooks, resolve_lab, solutions_dir
 from .release import IGNORED  # what a release leaves out of the package, the autograder too
-from .results import Result, Status
+from .results import CheckResult, Result, Status
 from .sandbox import Limits, not_enforced_here, unavailable_reason
 from .submissions import SubmissionRefused, find_submissions, read_submitted_file
 
@@ -184,14 +184,14 @@ def run(lab: str, root: Path, *, visibility: str = "visible", timeout_s: float =
 
 def results_json(lab: str, result: Result, *, visibility: str = "visible", box_note: str = "") -> dict:
     """Gradescope's results.json for one graded submission."""
-    checks_of: dict[str, list[dict]] = {}
+    checks_of: dict[str, list[CheckResult]] = {}
     for check in result.checks:
-        for cell in check.get("cells", []):
+        for cell in check.cells:
             checks_of.setdefault(cell, []).append(check)
     tests = []
     for number, cell in enumerate(result.cells, start=1):
-        lines = [f"{'passed' if c.get('passed') else 'FAILED'}: {c.get('name', '')}"
-                 + (f": {c['detail']}" if c.get("detail") else "") for c in checks_of.get(cell.grade_id, [])]
+        lines = [f"{'passed' if c.passed else 'FAILED'}: {c.name}" + (f": {c.detail}" if c.detail else "")
+                 for c in checks_of.get(cell.grade_id, [])]
         score, max_score = float(cell.score or 0), float(cell.max_score or 0)
         tests.append({"name": cell.grade_id, "number": str(number), "score": score, "max_score": max_score,
                       "status": "passed" if score >= max_score else "failed",

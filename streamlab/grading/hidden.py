@@ -22,10 +22,10 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .bounds import MB
+from .results import CheckResult
 from .sandbox import Limits
 
 # What one submission's checks may use. A lab's checks peak at ~1.3 GB (their Spark driver has 1 GB of heap).
@@ -33,36 +33,6 @@ CHECKS_LIMITS = Limits(memory_mb=3072, processes=512, cpu_seconds=600, disk_mb=1
 READY_WAIT_S = 300       # for the checks' Spark to start and answer (it starts while the notebook runs)
 CHECKS_WAIT_S = 600      # for the checks to finish once the notebook has
 MESSAGE_BYTES = 4 * MB   # one message from the checks' process
-
-
-@dataclass
-class CheckOutcome:
-    """One hidden check's result, as the worker reports it; ``traces``: the student's state beside the
-    reference's after each batch (see ``Artifacts.trace_state``), drawn on the feedback page."""
-    name: str
-    cells: list[str]
-    passed: bool
-    detail: str = ""
-    traces: list = field(default_factory=list)
-
-
-def _int_or_none(value):
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def clean_traces(traces) -> list[dict]:
-    """The traces from the checks' process, kept to their shape and size (ints, short strings, 40 batches)."""
-    kept = []
-    for trace in traces if isinstance(traces, list) else []:
-        if not isinstance(trace, dict) or not isinstance(trace.get("rows"), list):
-            continue
-        rows = [{"batch": _int_or_none(r.get("batch")), "yours": _int_or_none(r.get("yours")),
-                 "reference": _int_or_none(r.get("reference")), "differ": _int_or_none(r.get("differ")),
-                 "example": str(r.get("example", ""))[:200]}
-                for r in trace["rows"][:40] if isinstance(r, dict)]
-        kept.append({"title": str(trace.get("title", ""))[:120], "rows": rows,
-                     "diverged_at": _int_or_none(trace.get("diverged_at"))})
-    return kept[:8]
 
 
 class ChecksBroken(RuntimeError):
@@ -158,7 +128,7 @@ class ChecksProcess:
         if message.get("ready") is not True:
             raise ChecksBroken(f"the checks' Spark did not start: {message.get('error', message)}")
 
-    def run(self, *, ready_wait_s: float = READY_WAIT_S, wait_s: float = CHECKS_WAIT_S) -> list[CheckOutcome]:
+    def run(self, *, ready_wait_s: float = READY_WAIT_S, wait_s: float = CHECKS_WAIT_S) -> list[CheckResult]:
         """The health check (replacing a lost runtime once), then the checks on what the submission left."""
         try:
             self._ready(ready_wait_s)
@@ -176,9 +146,7 @@ class ChecksProcess:
         if "error" in message:
             raise ChecksBroken(str(message["error"])[:500])
         try:
-            return [CheckOutcome(str(o["name"]), [str(c) for c in o["cells"]], bool(o["passed"]),
-                                 str(o.get("detail", ""))[:300], clean_traces(o.get("traces")))
-                    for o in message["outcomes"]]
+            return [CheckResult.from_dict(o) for o in message["outcomes"]]
         except (KeyError, TypeError) as err:
             raise ChecksBroken(f"the checks' answer is malformed ({err})") from err
 
@@ -205,7 +173,7 @@ class ChecksProcess:
             self.box = None
 
 
-def unconfirmed_cells(outcomes: list[CheckOutcome]) -> set[str]:
+def unconfirmed_cells(outcomes: list[CheckResult]) -> set[str]:
     """The test cells at least one failed check names: they score 0."""
     return {cell for o in outcomes if not o.passed for cell in o.cells}
 
@@ -231,7 +199,7 @@ def no_extra_credit(gradebook, lab: str, student: str) -> None:
     gradebook.db.commit()
 
 
-def summary_detail(outcomes: list[CheckOutcome]) -> str:
+def summary_detail(outcomes: list[CheckResult]) -> str:
     """For grades.csv: which parts the grader's checks did not confirm, and why."""
     failed = [o for o in outcomes if not o.passed]
     if not failed:
@@ -297,7 +265,7 @@ def trace_html(trace: dict) -> str:
             f'<th>keys that differ</th><th>first difference</th></tr>{body}</table></div>')
 
 
-def summary_html(outcomes: list[CheckOutcome]) -> str:
+def summary_html(outcomes: list[CheckResult]) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(o.name)}</td><td>{html.escape(', '.join(o.cells))}</td>"
         f"<td>{'passed' if o.passed else 'failed: ' + html.escape(o.detail)}</td></tr>"
@@ -310,7 +278,7 @@ def summary_html(outcomes: list[CheckOutcome]) -> str:
             f'<th>result</th></tr>{rows}</table>{traces}</div>')
 
 
-def add_summary_to_feedback(feedback_dir: Path, outcomes: list[CheckOutcome]) -> None:
+def add_summary_to_feedback(feedback_dir: Path, outcomes: list[CheckResult]) -> None:
     """Put the checks' table at the top of every feedback page nbgrader wrote."""
     block = summary_html(outcomes)
     for page in Path(feedback_dir).glob("*.html"):
@@ -322,7 +290,3 @@ def add_summary_to_feedback(feedback_dir: Path, outcomes: list[CheckOutcome]) ->
             end = text.index(">", marker) + 1
             text = text[:end] + block + text[end:]
         page.write_text(text, encoding="utf-8")
-
-
-def as_dicts(outcomes: list[CheckOutcome]) -> list[dict]:
-    return [asdict(o) for o in outcomes]

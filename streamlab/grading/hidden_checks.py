@@ -52,9 +52,9 @@ from ..stack.kafka import RecordTooLarge, bootstrap_servers, end_offsets, list_t
 from ..stack.paths import data_dir, project_root
 from ..stack.session import spark as get_spark
 from .bounds import FETCH_BYTES, RECORD_BYTES, TooLarge, scan_checkpoint
+from .results import TRACE_BATCHES, CheckResult
 
 _HEX = re.compile(r"^[0-9a-f]{6}$")
-TRACE_BATCHES = 40    # at most this many batches of a part are traced (the first ones)
 TRACE_ROWS = 20_000   # a batch's state larger than this is not read (and the trace says so)
 
 
@@ -273,15 +273,6 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-@dataclass
-class CheckResult:
-    name: str
-    cells: tuple[str, ...]
-    passed: bool
-    detail: str = ""
-    traces: tuple = ()  # the state traces the check drew (Artifacts.trace_state)
-
-
 def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
     """Run every hidden check of a lab's ``hidden_checks.py``; never raises for a failing part."""
     results = []
@@ -291,13 +282,13 @@ def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
             item.function(artifacts)
         except AssertionError as err:
             message = str(err).strip() or "a hidden check failed"
-            result = CheckResult(item.name, item.cells, False, message.splitlines()[0][:300])
+            result = CheckResult(item.name, list(item.cells), False, message.splitlines()[0][:300])
         except Exception as err:  # a missing or malformed artifact: the part scores 0, with why
             first = (str(err).strip().splitlines() or [""])[0][:300]
-            result = CheckResult(item.name, item.cells, False, f"{type(err).__name__}: {first}")
+            result = CheckResult(item.name, list(item.cells), False, f"{type(err).__name__}: {first}")
         else:
-            result = CheckResult(item.name, item.cells, True)
-        result.traces = tuple(artifacts.traces)
+            result = CheckResult(item.name, list(item.cells), True)
+        result.traces = list(artifacts.traces)
         results.append(result)
     return results
 

@@ -56,6 +56,52 @@ def _cells(raw: list) -> list[CellGrade]:
     return [cell if isinstance(cell, CellGrade) else CellGrade(**cell) for cell in raw]
 
 
+TRACE_BATCHES = 40   # a state trace shows at most this many batches (the first ones)
+TRACES_PER_CHECK = 8
+
+
+def _int_or_none(value):
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def clean_traces(traces) -> list[dict]:
+    """State traces as a check sent them, kept to their shape and size (ints, short strings, 40 batches)."""
+    kept = []
+    for trace in traces if isinstance(traces, list | tuple) else []:
+        if not isinstance(trace, dict) or not isinstance(trace.get("rows"), list):
+            continue
+        rows = [{"batch": _int_or_none(r.get("batch")), "yours": _int_or_none(r.get("yours")),
+                 "reference": _int_or_none(r.get("reference")), "differ": _int_or_none(r.get("differ")),
+                 "example": str(r.get("example", ""))[:200]}
+                for r in trace["rows"][:TRACE_BATCHES] if isinstance(r, dict)]
+        kept.append({"title": str(trace.get("title", ""))[:120], "rows": rows,
+                     "diverged_at": _int_or_none(trace.get("diverged_at"))})
+    return kept[:TRACES_PER_CHECK]
+
+
+@dataclass
+class CheckResult:
+    """One hidden check's verdict on a submission: the test cells it confirms, whether it passed (``detail``:
+    why not), and the state traces it drew (the student's state beside the reference's after each batch, see
+    ``Artifacts.trace_state``). Made in the checks' process, sent to the worker as JSON, kept in the result."""
+    name: str
+    cells: list[str]
+    passed: bool
+    detail: str = ""
+    traces: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> CheckResult:
+        """A check result as the checks' process sent it (or a result file kept it), kept to its shape and size;
+        KeyError or TypeError if it is not one."""
+        return cls(str(raw["name"]), [str(c) for c in raw["cells"]], bool(raw["passed"]),
+                   str(raw.get("detail", ""))[:300], clean_traces(raw.get("traces")))
+
+
+def _checks(raw: list) -> list[CheckResult]:
+    return [check if isinstance(check, CheckResult) else CheckResult.from_dict(check) for check in raw]
+
+
 @dataclass
 class WorkerReport:
     """What the worker found, written as JSON for the grader.
@@ -73,12 +119,13 @@ class WorkerReport:
     work_seconds: float | None = None      # every other code cell
     checks_seconds: float | None = None    # the lab's hidden checks, run in the worker
     cells: list[CellGrade] = field(default_factory=list)
-    checks: list[dict] = field(default_factory=list)  # each hidden check: name, cells, passed, detail
+    checks: list[CheckResult] = field(default_factory=list)  # each hidden check's verdict
     usage: dict = field(default_factory=dict)  # in the sandbox: peak_memory_mb, cpu_seconds, disk_mb
 
     def __post_init__(self):
         self.status = Status(self.status)
         self.cells = _cells(self.cells)
+        self.checks = _checks(self.checks)
 
     @classmethod
     def no_result(cls, status: Status, detail: str, **timings) -> WorkerReport:
@@ -112,7 +159,7 @@ class Result:
     startup_seconds: float | None = None
     work_seconds: float | None = None
     cells: list[CellGrade] = field(default_factory=list)
-    checks: list[dict] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
     checks_seconds: float | None = None
     feedback: str = ""
     log: str = ""
@@ -123,6 +170,7 @@ class Result:
     def __post_init__(self):
         self.status = Status(self.status)
         self.cells = _cells(self.cells)
+        self.checks = _checks(self.checks)
         for name in ("score", "max_score", "seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

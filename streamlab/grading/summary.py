@@ -69,7 +69,7 @@ class ClassSummary:
 
 def cell_passed(result: Result, grade_id: str) -> bool:
     """Did ``result``'s student get every point of test cell ``grade_id`` (after the hidden checks)?"""
-    failed_checks = {c for check in result.checks if not check.get("passed") for c in check.get("cells", [])}
+    failed_checks = {c for check in result.checks if not check.passed for c in check.cells}
     for cell in result.cells:
         if cell.grade_id == grade_id:
             return (cell.score is not None and cell.max_score is not None and cell.score >= cell.max_score
@@ -80,7 +80,7 @@ def cell_passed(result: Result, grade_id: str) -> bool:
 def points_withdrawn(result: Result, grade_id: str) -> bool:
     """Did the cell's own tests give ``result``'s student every point, and a grader's check take them back?
     (Results written before ``auto_score`` was kept: did a check naming the cell fail?)"""
-    if not any(not c.get("passed") and grade_id in c.get("cells", []) for c in result.checks):
+    if not any(not c.passed and grade_id in c.cells for c in result.checks):
         return False
     cell = next((c for c in result.cells if c.grade_id == grade_id), None)
     if cell is None or cell.auto_score is None:

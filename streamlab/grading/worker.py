@@ -36,7 +36,6 @@ from .hidden import (
     ChecksBroken,
     ChecksProcess,
     add_summary_to_feedback,
-    as_dicts,
     checks_work,
     no_extra_credit,
     summary_detail,
@@ -230,7 +229,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
         status, detail = Status.GRADED, ""
     detail = "; ".join(d for d in (detail, summary_detail(outcomes)) if d)
     return WorkerReport(status=status, score=score, max_score=max_score, detail=detail, cells=cells,
-                        checks=as_dicts(outcomes), **timings)
+                        checks=outcomes, **timings)
 
 
 @contextmanager

@@ -80,7 +80,7 @@ def test_run_checks_turns_every_failure_into_a_result():
     results = {r.name: r for r in hc.run_checks(module, hc.Artifacts("/nonexistent", ""))}
     assert results["passes"].passed
     assert not results["asserts"].passed and results["asserts"].detail == "the counts are wrong"
-    assert results["asserts"].cells == ("test_b", "test_c")
+    assert results["asserts"].cells == ["test_b", "test_c"]
     assert not results["breaks"].passed and results["breaks"].detail.startswith("KeyError")
     with pytest.raises(ValueError):
         hc.check()

@@ -8,6 +8,7 @@ import pytest
 
 from streamlab.grading.results import (
     CellGrade,
+    CheckResult,
     Result,
     Status,
     WorkerReport,
@@ -49,6 +50,26 @@ def test_report_round_trips_through_json():
     assert json.loads(report.to_json())["status"] == "timed out"
     for status in Status:
         assert WorkerReport.from_json(WorkerReport.no_result(status, "why").to_json()).status is status
+
+
+def test_a_check_result_is_one_type_from_the_checks_process_to_the_result_file():
+    """The checks' process sends CheckResults as JSON; the worker's report and the student's result file carry
+    the same type back, kept to its shape: a hostile trace loses what is not its own."""
+    sent = {"name": "counts", "cells": ["q1", 2], "passed": 0, "detail": "x" * 1000,
+            "traces": [{"title": "t", "rows": [{"batch": "0", "yours": 3, "example": "<b>"}], "diverged_at": 1},
+                       "not a trace"]}
+    check = CheckResult.from_dict(sent)
+    assert (check.cells, check.passed, len(check.detail)) == (["q1", "2"], False, 300)
+    assert check.traces == [{"title": "t", "rows": [{"batch": None, "yours": 3, "reference": None, "differ": None,
+                                                     "example": "<b>"}], "diverged_at": 1}]
+    report = WorkerReport(status=Status.GRADED, score=1.0, max_score=2.0, checks=[check])
+    again = WorkerReport.from_json(report.to_json())
+    assert again.checks == [check] and isinstance(again.checks[0], CheckResult)
+    result = _result()
+    result.record(again)
+    assert Result.from_json(result.to_json()).checks == [check]
+    with pytest.raises((KeyError, TypeError)):
+        WorkerReport.from_json(json.dumps({"status": "graded", "checks": [{"passed": True}]}))
 
 
 def test_only_graded_or_timed_out_reports_with_a_score_count():

@@ -10,8 +10,9 @@ import types
 
 import pandas as pd
 
-from streamlab.grading.hidden import CheckOutcome, clean_traces, summary_html
+from streamlab.grading.hidden import summary_html
 from streamlab.grading.hidden_checks import TRACE_ROWS, Artifacts, check, run_checks
+from streamlab.grading.results import CheckResult, clean_traces
 
 REFERENCE = {0: {"a": 1}, 1: {"a": 2, "b": 1}, 2: {"a": 3, "b": 1}}
 
@@ -85,7 +86,7 @@ def test_each_check_result_carries_its_own_traces():
     run = Tables({b: _table(counts) for b, counts in REFERENCE.items()})
     first, second = run_checks(module, run)
     assert not first.passed and [t["title"] for t in first.traces] == ["one"]
-    assert second.passed and second.traces == ()
+    assert second.passed and second.traces == []
 
 
 def test_traces_from_the_checks_process_are_kept_to_their_shape():
@@ -103,8 +104,8 @@ def test_the_feedback_block_says_where_the_state_diverged_and_draws_it():
     run.trace_state("Part B, counts", None, REFERENCE, _counts)
     good = Tables({b: _table(counts) for b, counts in REFERENCE.items()})
     good.trace_state("Part C", None, REFERENCE, _counts)
-    page = summary_html([CheckOutcome("counts", ["test_b"], False, "wrong", clean_traces(run.traces)),
-                         CheckOutcome("other", ["test_c"], True, "", clean_traces(good.traces))])
+    page = summary_html([CheckResult("counts", ["test_b"], False, "wrong", clean_traces(run.traces)),
+                         CheckResult("other", ["test_c"], True, "", clean_traces(good.traces))])
     assert "Your state diverged from the reference's at batch 1</strong>" in page
     assert "Your state matched the reference's after every batch." in page
     assert page.count("<svg") == 2 and page.count("<polyline") == 4
