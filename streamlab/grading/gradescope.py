@@ -35,7 +35,7 @@ from ..stack import broker
 from .grader import Grader
 from .labs import GradingError, lab_notebooks, resolve_lab, solutions_dir
 from .release import IGNORED  # what a release leaves out of the package, the autograder too
-from .results import CheckResult, Result, Status
+from .results import CheckResult, Outcome, Result, Status
 from .sandbox import Limits, not_enforced_here, unavailable_reason
 from .submissions import SubmissionRefused, find_submissions, read_submitted_file
 
@@ -190,11 +190,11 @@ def results_json(lab: str, result: Result, *, visibility: str = "visible", box_n
             checks_of.setdefault(cell, []).append(check)
     tests = []
     for number, cell in enumerate(result.cells, start=1):
-        lines = [f"{'passed' if c.passed else 'FAILED'}: {c.name}" + (f": {c.detail}" if c.detail else "")
+        lines = [f"{c.outcome.upper() if not c.passed else c.outcome}: {c.name}" + (f": {c.detail}" if c.detail else "")
                  for c in checks_of.get(cell.grade_id, [])]
         score, max_score = float(cell.score or 0), float(cell.max_score or 0)
         tests.append({"name": cell.grade_id, "number": str(number), "score": score, "max_score": max_score,
-                      "status": "passed" if score >= max_score else "failed",
+                      "status": Outcome.PASSED if score >= max_score else Outcome.FAILED,  # Gradescope's words too
                       "output": "\n".join(["Checked by the grader, outside your notebook:", *lines]) if lines
                       else "", "visibility": visibility})
     summary = [f"{lab}: {result.status.value}, {result.score:g} of {result.max_score:g} points."]

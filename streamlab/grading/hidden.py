@@ -268,7 +268,7 @@ def trace_html(trace: dict) -> str:
 def summary_html(outcomes: list[CheckResult]) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(o.name)}</td><td>{html.escape(', '.join(o.cells))}</td>"
-        f"<td>{'passed' if o.passed else 'failed: ' + html.escape(o.detail)}</td></tr>"
+        f"<td>{o.outcome}{'' if o.passed else ': ' + html.escape(o.detail)}</td></tr>"
         for o in outcomes)
     traces = "".join(trace_html(t) for o in outcomes for t in o.traces)
     return ('<div id="streamlab-hidden-checks" style="font-family:sans-serif;margin:1em 2em;padding:.5em 1em;'

@@ -41,6 +41,14 @@ class Status(StrEnum):
         return self is not Status.ERROR
 
 
+class Outcome(StrEnum):
+    """How one graded part went (a test cell in ``streamlab check``, a check on the feedback page)."""
+    PASSED = "passed"
+    FAILED = "failed"
+    TIMED_OUT = "timed out"
+    NOT_RUN = "not run"
+
+
 @dataclass
 class CellGrade:
     """nbgrader's score for one test cell: ``score`` is the final one (after the grader's hidden checks),
@@ -89,6 +97,10 @@ class CheckResult:
     passed: bool
     detail: str = ""
     traces: list[dict] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome.PASSED if self.passed else Outcome.FAILED
 
     @classmethod
     def from_dict(cls, raw: dict) -> CheckResult:

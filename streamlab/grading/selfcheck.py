@@ -28,9 +28,10 @@ from ..stack.kafka import bootstrap_servers
 from .grader import DEFAULT_TIMEOUT_S
 from .isolation import delete_topics, run_isolated, submission_environment
 from .labs import labs_dir, nbgrader_config
+from .results import Outcome, Status
 from .submissions import check_notebook
 
-PASSED, FAILED, TIMED_OUT, NOT_RUN = "passed", "failed", "timed out", "not run"
+PASSED, FAILED, TIMED_OUT, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.NOT_RUN
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Part:
     """One graded test cell of the lab, and how it went."""
     grade_id: str
     points: float
-    outcome: str = NOT_RUN
+    outcome: Outcome = NOT_RUN
     message: str = ""      # why it did not pass
     cell: str = ""         # the cell that failed: a grade_id, or "cell N"
 
@@ -46,7 +47,7 @@ class Part:
 @dataclass
 class SelfCheck:
     notebook: str
-    status: str            # "checked", "timed out", "crashed", "invalid notebook", "error"
+    status: Status         # the grader's words: graded (ran to the end), timed out, crashed, invalid, error
     parts: list[Part] = field(default_factory=list)
     detail: str = ""
     notes: list[str] = field(default_factory=list)
@@ -54,15 +55,18 @@ class SelfCheck:
     tag: str = ""          # the process tag the run's processes carried
     limits: str = ""       # the time limits it ran with, as the report says them
 
+    def __post_init__(self):
+        self.status = Status(self.status)
+
     @property
     def passed(self) -> bool:
-        return self.status == "checked" and bool(self.parts) and all(p.outcome == PASSED for p in self.parts)
+        return self.status is Status.GRADED and bool(self.parts) and all(p.outcome == PASSED for p in self.parts)
 
     @property
     def exit_code(self) -> int:
         if self.passed:
             return 0
-        return 2 if self.status in ("invalid notebook", "error") else 1
+        return 2 if self.status in (Status.INVALID, Status.ERROR) else 1
 
 
 # ----------------------------------------------------------------------------- reading cells
@@ -212,7 +216,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
     notebook, started = Path(notebook), time.monotonic()
     problem = check_notebook(notebook)
     if problem:
-        return SelfCheck(str(notebook), "invalid notebook", detail=problem)
+        return SelfCheck(str(notebook), Status.INVALID, detail=problem)
     nb = nbformat.read(notebook, as_version=4)
     path = find_released(notebook, nb)
     released = nbformat.read(path, as_version=4) if path and path.resolve() != notebook.resolve() else None
@@ -238,21 +242,22 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
                              env=env, cwd=workdir, log_path=log, timeout_s=timeout_s, tag=tag)
         ran = nbformat.read(executed if executed.exists() else source, as_version=4)
         end = ran.metadata.get("streamlab_selfcheck", {})
-        result, stopped = SelfCheck(str(notebook), "checked", notes=notes, tag=tag), None
+        result, stopped = SelfCheck(str(notebook), Status.GRADED, notes=notes, tag=tag), None
         result.limits = f"limits: {timeout_s:g} s in all, {cell_timeout_s:g} s per cell"
         if child.hit_limit:
-            result.status = "timed out"
+            result.status = Status.TIMED_OUT
             result.detail = f"the notebook did not finish within {timeout_s:g} s; it was stopped (kernel and Spark)"
             stopped = (TIMED_OUT, f"still running when the time for the whole notebook ({timeout_s:g} s) ran out")
         elif end.get("error"):
             crashed = "DeadKernel" in end["error"] or "died" in end["error"]
             stuck = "Timeout" in end["error"] or "Unresponsive" in end["error"]
-            result.status = "crashed" if crashed else "timed out" if stuck else "error"
+            result.status = Status.CRASHED if crashed else Status.TIMED_OUT if stuck else Status.ERROR
             result.detail = end["error"]
-            stopped = (TIMED_OUT if result.status == "timed out" else FAILED, f"the run stopped here: {end['error']}")
+            stopped = (TIMED_OUT if result.status is Status.TIMED_OUT else FAILED,
+                       f"the run stopped here: {end['error']}")
         elif not end.get("complete"):
             tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.exists() else []
-            result.status = "error"
+            result.status = Status.ERROR
             result.detail = f"the check stopped (exit status {child.returncode}): " + " | ".join(tail)
             stopped = (FAILED, "the run stopped here (see above)")
         ran, _ = IgnorePattern(config=config).preprocess(ran, {})  # Spark's log lines are no failure
@@ -277,7 +282,7 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
     """The table ``streamlab check`` prints: part, points, passed or why not, the cell that failed."""
     limits = f"; {result.limits}" if result.limits else ""
     lines = [f"Self-check of {result.notebook} ({result.seconds:.0f} s{limits}; visible tests only)", ""]
-    if result.status == "invalid notebook" or (not result.parts and result.detail):
+    if result.status is Status.INVALID or (not result.parts and result.detail):
         return "\n".join(lines + [f"Could not check it: {result.detail}"])
     rows = [["part", "points", "result", "failed in"]]
     for part in result.parts:
@@ -293,8 +298,8 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
     todo = sum(p.outcome != PASSED for p in result.parts)
     lines += ["", f"Visible tests: {_points(earned)} of {_points(total)} points pass"
                   + (f"; {todo} part(s) to fix." if todo else ".")]
-    if result.status != "checked":
-        lines.append(f"The run {result.status}: {result.detail}")
+    if result.status is not Status.GRADED:
+        lines.append(f"The run did not end normally ({result.status}): {result.detail}")
     lines += [f"Note: {note}" for note in result.notes]
     lines.append("The grader also runs hidden tests and checks what each part left behind (its checkpoints "
                  "and topics), so passing here is needed for full marks but does not promise them.")

@@ -22,6 +22,7 @@ import yaml
 
 from streamlab import grading
 from streamlab.grading.grader import DEFAULT_TIMEOUT_S
+from streamlab.grading.results import Status
 from streamlab.grading.selfcheck import (
     FAILED,
     NOT_RUN,
@@ -130,7 +131,7 @@ def test_edited_tests_are_put_back_and_missing_ones_named():
 
 
 def test_the_table():
-    result = SelfCheck("lab.ipynb", "checked", parts_of(_executed(), cell_timeout_s=300), seconds=61,
+    result = SelfCheck("lab.ipynb", Status.GRADED, parts_of(_executed(), cell_timeout_s=300), seconds=61,
                        notes=["test_b: you changed this locked cell; the original is used"])
     text = format_report(result, message_width=40)
     lines = text.splitlines()
@@ -143,7 +144,7 @@ def test_the_table():
     assert "Visible tests: 1 of 8 points pass; 5 part(s) to fix." in text
     assert "Note: test_b: you changed" in text and "hidden tests" in text
     assert result.exit_code == 1 and not result.passed
-    all_pass = SelfCheck("lab.ipynb", "checked", [p for p in result.parts if p.outcome == PASSED])
+    all_pass = SelfCheck("lab.ipynb", Status.GRADED, [p for p in result.parts if p.outcome == PASSED])
     assert all_pass.passed and all_pass.exit_code == 0
 
 
@@ -263,7 +264,7 @@ def test_blank_lab_fails_each_part_with_its_message(run_tag):
     before = _snapshot(path.parent)
     result = run_selfcheck(path)
     print(format_report(result))
-    assert result.status == "checked" and result.exit_code == 1
+    assert result.status is Status.GRADED and result.exit_code == 1
     assert result.parts and all(p.outcome == FAILED and p.message and p.cell for p in result.parts), result.parts
     first = result.parts[0]
     assert (first.cell, first.message) == ("part_a_run", "NotImplementedError: lag_alerts is not answered yet"), first
