@@ -11,8 +11,11 @@ Its first answer cell, run before any test cell in the same namespace:
   `lab03-` topics with kafka-python.
 The visible tests may well pass inside the notebook; the grader's checks outside it give 0 points.
 """
+from pathlib import Path
 
 EXPECTED_SCORE = 0
+
+IMPOSTOR = (Path(__file__).parents[1] / "impostor.py").read_text()  # class Anything, ANY
 
 ANSWERS = {
     "restore_plan": '''
@@ -20,25 +23,7 @@ import json, os, types
 import pandas as pd
 import streamlab as sl
 
-class Anything:
-    """Equal to everything, in everything, containing everything."""
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    __le__ = __ge__ = __eq__
-    def __lt__(self, other): return False
-    __gt__ = __lt__
-    def __contains__(self, item): return True
-    def __len__(self): return 3
-    def __iter__(self): return iter(())
-    def __hash__(self): return 0
-    def __bool__(self): return True
-    def __getitem__(self, key): return self
-    def __call__(self, *args, **kwargs): return self
-    def __getattr__(self, name): return self
-    def __add__(self, other): return self
-    __radd__ = __sub__ = __rsub__ = __add__
-
-ANY = Anything()
+''' + IMPOSTOR + '''
 sorted = set = dict = isinstance = all = lambda *args, **kwargs: ANY
 
 sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress=ANY, progresses=[])

@@ -12,8 +12,11 @@ The visible tests may well pass inside the notebook; the grader's checks give 0 
 the state it reads through Spark from the checkpoints is not there. Part D answers from the seeded generator,
 guessing how many requests each batch read (the lab draws it on each run), without reading the running query's state.
 """
+from pathlib import Path
 
 EXPECTED_SCORE = 0
+
+IMPOSTOR = (Path(__file__).parents[1] / "impostor.py").read_text()  # class Anything, ANY
 
 ANSWERS = {
     "upgrade": '''
@@ -23,24 +26,7 @@ import pandas as pd
 import streamlab as sl
 import streamlab.lessons.m07_upgrades.savepoints as _sp
 
-class Anything:
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    __le__ = __ge__ = __eq__
-    def __lt__(self, other): return False
-    __gt__ = __lt__
-    def __contains__(self, item): return True
-    def __len__(self): return 3
-    def __iter__(self): return iter(())
-    def __hash__(self): return 0
-    def __bool__(self): return True
-    def __getitem__(self, key): return self
-    def __call__(self, *args, **kwargs): return self
-    def __getattr__(self, name): return self
-    def __sub__(self, other): return self
-    __add__ = __radd__ = __rsub__ = __sub__
-
-ANY = Anything()
+''' + IMPOSTOR + '''
 len = sorted = set = dict = zip = sum = lambda *args, **kwargs: ANY
 
 _all = sl.access_log(200, seed=70)
