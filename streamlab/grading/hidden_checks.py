@@ -40,7 +40,6 @@ How a lab is written for it (see docs/contributors.md, "Writing a lab"):
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable
@@ -239,10 +238,9 @@ def committed_offsets(ckpt: Checkpoint, topic: str) -> dict[int, int]:
 def require_real_checkpoint(ckpt: Checkpoint) -> None:
     """Fails unless ``ckpt`` looks like a Spark query's: a query id in ``metadata``, at least one
     committed batch, and an offsets entry (with Spark's header) for every committed batch."""
-    root = Path(ckpt.path)
     try:
-        query_id = json.loads((root / "metadata").read_text()).get("id")
-    except (OSError, ValueError):
+        query_id = ckpt.query_id()
+    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or not a JSON object
         query_id = None
     if not query_id:
         raise CheckFailed("the checkpoint has no query id: it was not written by a Spark query")
@@ -250,12 +248,7 @@ def require_real_checkpoint(ckpt: Checkpoint) -> None:
     if commits.empty:
         raise CheckFailed("the checkpoint has no committed batch: the query never finished one")
     for batch in commits["batch"]:
-        entry = root / "offsets" / str(batch)
-        try:
-            header = entry.read_text().splitlines()[0]
-        except (OSError, IndexError):
-            header = ""
-        if not header.startswith("v"):
+        if not ckpt.is_planned(batch):
             raise CheckFailed(f"batch {batch} is committed but has no offsets: the checkpoint was not "
                               f"written by a Spark query")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import uuid
 from pathlib import Path
 
 from ..stack.paths import data_dir
@@ -53,6 +54,37 @@ class Checkpoint:
             return json.loads((self._root / "metadata").read_text()).get("id")
         except FileNotFoundError:
             return None
+
+    def new_query_id(self) -> str:
+        """Give the checkpoint a new query id (``metadata``), as a savepoint copy does: a restart on it is a
+        new query, not a second run of the original's. Returns the id."""
+        query_id = str(uuid.uuid4())
+        (self._root / "metadata").write_text(json.dumps({"id": query_id}) + "\n")
+        return query_id
+
+    def last_planned_batch(self) -> int | None:
+        """The latest batch in the offsets log (planned; maybe not committed)."""
+        folder = self._root / "offsets"
+        batches = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+        return max(batches) if batches else None
+
+    def is_planned(self, batch: int) -> bool:
+        """Does the offsets log hold batch ``batch`` as Spark writes it (a version header first)?"""
+        try:
+            return (self._root / "offsets" / str(batch)).read_text().splitlines()[0].startswith("v")
+        except (OSError, IndexError, UnicodeDecodeError):
+            return False
+
+    def schema_files(self) -> list[str]:
+        """The state-schema files a ``transformWithState`` checkpoint points at: the absolute paths its
+        operator metadata (``state/<operator>/_metadata/v2/``, first entry) records."""
+        entries = sorted(p for p in self._root.glob("state/*/_metadata/v2/*") if p.is_file()
+                         and not p.name.startswith("."))
+        if not entries:
+            return []
+        lines = entries[0].read_text().splitlines()
+        metadata = json.loads(lines[1]) if len(lines) > 1 else {}
+        return [path for info in metadata.get("stateStoreInfo", []) for path in info.get("stateSchemaFilePaths", [])]
 
     def _log(self, folder: str) -> list[tuple[int, list[str]]]:
         entries = []
@@ -108,11 +140,14 @@ class Checkpoint:
             table[column] = pd.to_datetime(table[column], unit="ms", utc=True)
         return table
 
-    def initial_offsets(self) -> dict[str, dict[int, int]]:
+    def initial_offsets(self, source: int | None = None) -> dict[str, dict[int, int]]:
         """{topic: {partition: offset}} where the query's Kafka sources started, before batch 0: what
-        ``sources/<n>/0`` records at the query's first start (empty for a source that keeps no such file)."""
+        ``sources/<n>/0`` records at the query's first start (empty for a source that keeps no such file).
+        ``source``: that source alone (its number in the query), else all of them."""
         found: dict[str, dict[int, int]] = {}
-        for file in sorted((self._root / "sources").glob("*/0")):
+        for file in sorted((self._root / "sources").glob(f"{'*' if source is None else source}/0")):
+            if not file.is_file():
+                continue
             text = file.read_bytes().lstrip(b"\0").decode("utf-8", "replace")
             _, _, body = text.partition("\n")
             try:

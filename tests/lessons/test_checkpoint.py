@@ -59,6 +59,24 @@ def test_checkpoint_reads_offsets_and_commits_files(tmp_path):
     assert ckpt.last_committed_batch() == 0
 
 
+def test_checkpoint_is_the_one_reader_of_its_folder(tmp_path):
+    """What a savepoint and the grader ask of a checkpoint folder, answered by Checkpoint alone: the latest planned
+    batch, whether a batch is planned as Spark writes it, where the sources started, a new query id."""
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "0").write_text('v1\n{"conf":{}}\n{"t":{"0":3}}\n')
+    (tmp_path / "offsets" / "1").write_text('{"t":{"0":5}}\n')   # no version header: not Spark's
+    (tmp_path / "sources" / "0").mkdir(parents=True)
+    (tmp_path / "sources" / "0" / "0").write_bytes(b'\x00v1\n{"t":{"0":2,"1":0}}')
+    ckpt = Checkpoint(tmp_path)
+    assert ckpt.query_id() is None and ckpt.last_planned_batch() == 1
+    assert ckpt.is_planned(0) and not ckpt.is_planned(1) and not ckpt.is_planned(2)
+    assert ckpt.initial_offsets() == ckpt.initial_offsets(0) == {"t": {0: 2, 1: 0}} and ckpt.initial_offsets(1) == {}
+    assert sl.m07.initial_offsets(ckpt) == {"t": {"0": 2, "1": 0}}
+    first = ckpt.new_query_id()
+    assert ckpt.query_id() == first and ckpt.new_query_id() != first
+    assert ckpt.schema_files() == []
+
+
 def test_batch_times_are_when_each_planned_batch_started(tmp_path):
     import pandas as pd
 

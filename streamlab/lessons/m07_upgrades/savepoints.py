@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +75,9 @@ def take_savepoint(source, name: str, *, spark=None, new_query_id: bool = True) 
       * records its origin in ``_savepoint.json`` (read it with ``savepoint_info``).
     """
     original = checkpoint_of(source)
-    root = Path(original.path)
-    if not (root / "metadata").exists():
+    if original.query_id() is None:
         raise SavepointError(f"{original.path} is not a checkpoint (no metadata file)")
-    last_planned = _last_batch(root / "offsets")
+    last_planned = original.last_planned_batch()
     last_committed = original.last_committed_batch()
     if last_committed is None:
         raise SavepointError("the checkpoint has no committed batch yet: nothing consistent to copy")
@@ -95,7 +93,7 @@ def take_savepoint(source, name: str, *, spark=None, new_query_id: bool = True) 
     shutil.copytree(original.path, copy.path)
     _relocate_schema_paths(original.path, copy.path)
     if new_query_id:
-        (Path(copy.path) / "metadata").write_text(json.dumps({"id": str(uuid.uuid4())}) + "\n")
+        copy.new_query_id()
     info = {"taken_from": original.path, "batch": last_committed, "source_query_id": original.query_id(),
             "query_id": copy.query_id(), "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (Path(copy.path) / SAVEPOINT_FILE).write_text(json.dumps(info, indent=1) + "\n")
@@ -132,16 +130,8 @@ def initial_offsets(checkpoint, source: int = 0) -> dict[str, dict[str, int]]:
     """Where the query that wrote ``checkpoint`` *first* started reading its Kafka source
     (``sources/<source>/0``): ``{"topic": {"0": 42, ...}}``. A job bootstrapped from a savepoint
     must show the savepoint's position here, not 0 (the beginning) or the end of the topic."""
-    entry = Path(str(checkpoint)) / "sources" / str(source) / "0"
-    try:
-        lines = entry.read_text(errors="replace").splitlines()
-    except OSError:
-        return {}
-    for line in lines:
-        line = line.strip("\x00 ")
-        if line.startswith("{"):
-            return {topic: {str(p): int(o) for p, o in parts.items()} for topic, parts in json.loads(line).items()}
-    return {}
+    return {topic: {str(p): o for p, o in parts.items()}
+            for topic, parts in checkpoint_of(checkpoint).initial_offsets(source).items()}
 
 
 def write_to_topic(frame, topic: str) -> None:
@@ -183,11 +173,6 @@ def checkpoint_of(source) -> Checkpoint:
     raise TypeError(f"expected a checkpoint, a path or a StreamingQuery, not {type(source).__name__}")
 
 
-def _last_batch(folder: Path) -> int | None:
-    batches = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
-    return max(batches) if batches else None
-
-
 def _running_query_on(ckpt: Checkpoint, spark):
     from pyspark.sql import SparkSession
 
@@ -213,13 +198,7 @@ def schema_file_paths(checkpoint) -> list[str]:
     """The state-schema files a ``transformWithState`` checkpoint points at: the absolute paths its
     operator metadata (``state/<operator>/_metadata/v2/``, first entry) records. A plain copy of the
     folder still points at the original's files; ``take_savepoint`` re-points them at the copy."""
-    root = Path(checkpoint_of(checkpoint).path)
-    entries = sorted(p for p in root.glob("state/*/_metadata/v2/*") if p.is_file() and not p.name.startswith("."))
-    if not entries:
-        return []
-    lines = entries[0].read_text().splitlines()
-    metadata = json.loads(lines[1]) if len(lines) > 1 else {}
-    return [path for info in metadata.get("stateStoreInfo", []) for path in info.get("stateSchemaFilePaths", [])]
+    return checkpoint_of(checkpoint).schema_files()
 
 
 def _short(value):
