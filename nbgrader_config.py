@@ -43,12 +43,12 @@ c.IgnorePattern.pattern = (
 # the code of hidden tests (nor tracebacks, which quote it). The instructor opens it too, so what
 # the student made is shown inert: markdown and HTML sanitised, no script, each cell's outputs
 # bounded (streamlab/grading/bounds.py). The worker then puts a strict Content-Security-Policy
-# first in each page (streamlab.grading.feedback.make_inert).
+# first in each page (streamlab.grading.outputs.feedback.make_inert).
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import GetGrades  # noqa: E402
 
 from streamlab.grading import HideHiddenTests  # noqa: E402
-from streamlab.grading.feedback import InertFeedback  # noqa: E402
+from streamlab.grading.outputs.feedback import InertFeedback  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, InertFeedback, CSSHTMLHeaderPreprocessor]
 # InertFeedback's markdown is already sanitised HTML: nbconvert's own sanitize_html would show its tags as text.

@@ -60,7 +60,7 @@ def main() -> int:
         shards = [run("grade", lab, str(folder), "--out", str(tmp / f"shard-{k}"), "--shard", f"{k}/2", *jobs)
                   for k in (1, 2)]
         merge_command = run("grade", "merge", str(tmp / "shard-1"), str(tmp / "shard-2"), "--out", str(tmp / "m"))
-        from streamlab.grading.merge import merge
+        from streamlab.grading.run.merge import merge
 
         started = time.monotonic()
         merge([tmp / "shard-1", tmp / "shard-2"], tmp / "m")

@@ -32,7 +32,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from streamlab import grading
-from streamlab.grading.isolation import delete_topics, kill_submission_processes, submission_environment
+from streamlab.grading.sandbox.isolation import delete_topics, kill_submission_processes, submission_environment
 from streamlab.stack.kafka import bootstrap_servers
 
 
@@ -54,7 +54,7 @@ def own_time(lab: str, notebook) -> float:
 
 
 class WorkerWatch:
-    """Samples the grader's warm workers (``streamlab.grading.worker --serve``) in a thread: peak RSS, threads."""
+    """Samples the grader's warm workers (``streamlab.grading.workers.worker``) in a thread: peak RSS, threads."""
 
     def __init__(self, every_s: float = 0.2):
         import threading
@@ -72,7 +72,7 @@ class WorkerWatch:
             for proc in psutil.process_iter(["cmdline"]):
                 try:
                     line = " ".join(proc.info["cmdline"] or [])
-                    if "streamlab.grading.worker" in line and "--serve" in line:
+                    if "streamlab.grading.workers.worker" in line and "--serve" in line:
                         self.peak_rss_mb = max(self.peak_rss_mb, proc.memory_info().rss / 2**20)
                         self.peak_threads = max(self.peak_threads, proc.num_threads())
                 except psutil.Error:

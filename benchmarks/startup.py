@@ -82,6 +82,7 @@ def lesson(env: dict) -> float:
 
 def graded_submission(env: dict) -> float:
     from streamlab import grading
+    from streamlab.grading.sandbox.box import unavailable_reason
 
     lab = grading.resolve_lab("lab01")
     reference = grading.reference_notebook(lab, grading.lab_notebooks(lab)[0])
@@ -89,7 +90,7 @@ def graded_submission(env: dict) -> float:
         folder = Path(tmp) / "submissions"
         folder.mkdir()
         nbformat.write(reference, folder / "student.ipynb")
-        sandbox = [] if grading.sandbox.unavailable_reason() is None else ["--no-sandbox"]
+        sandbox = [] if unavailable_reason() is None else ["--no-sandbox"]
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "streamlab", "grade", lab, str(folder), "--out", str(Path(tmp) / "out"),
                         "--force", *sandbox], check=True, stdout=subprocess.DEVNULL, env={**os.environ, **env})

@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 
-from streamlab.grading.tenancy import Principal, sandbox_servers
+from streamlab.grading.sandbox.tenancy import Principal, sandbox_servers
 from streamlab.stack.kafka import bootstrap_servers
 
 

@@ -6,21 +6,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from .exports import export_table, left_out, not_graded, to_csv
-from .grader import DEFAULT_TIMEOUT_S, Grader
 from .gradescope import VISIBILITY, package
 from .gradescope import run as run_gradescope
 from .labs import GradingError, release_labs, resolve_lab
-from .merge import merge
+from .outputs.exports import export_table, left_out, not_graded, to_csv
+from .outputs.results import Status, write_csv
+from .outputs.roster import match, read_roster
+from .outputs.summary import load_results, write_summary
 from .release import release
-from .results import Status, write_csv
-from .roster import match, read_roster
-from .runinfo import describe_runs, read_runs
-from .sandbox import Limits, not_enforced_here
+from .run.grader import DEFAULT_TIMEOUT_S, Grader
+from .run.merge import merge
+from .run.runinfo import describe_runs, read_runs
+from .run.shards import WHOLE, Shard, select
+from .run.submissions import find_submissions
+from .sandbox.box import Limits, not_enforced_here
 from .selfcheck import format_report, run_selfcheck
-from .shards import WHOLE, Shard, select
-from .submissions import find_submissions
-from .summary import load_results, write_summary
 
 
 def _roster_for(path: str | None, submissions: list[tuple[str, str]]):

@@ -32,12 +32,12 @@ import zipfile
 from pathlib import Path
 
 from ..stack import broker
-from .grader import Grader
 from .labs import GradingError, lab_notebooks, resolve_lab, solutions_dir
+from .outputs.results import CheckResult, Outcome, Result, Status
 from .release import IGNORED  # what a release leaves out of the package, the autograder too
-from .results import CheckResult, Outcome, Result, Status
-from .sandbox import Limits, not_enforced_here, unavailable_reason
-from .submissions import SubmissionRefused, find_submissions, read_submitted_file
+from .run.grader import Grader
+from .run.submissions import SubmissionRefused, find_submissions, read_submitted_file
+from .sandbox.box import Limits, not_enforced_here, unavailable_reason
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's four settings
 SUBMISSION_ID = "submission"  # the one student's id in the grader's run

@@ -51,7 +51,7 @@ from ..stack.kafka import RecordTooLarge, bootstrap_servers, end_offsets, list_t
 from ..stack.paths import data_dir, project_root
 from ..stack.session import spark as get_spark
 from .bounds import FETCH_BYTES, RECORD_BYTES, TooLarge, scan_checkpoint
-from .results import TRACE_BATCHES, CheckResult
+from .outputs.results import TRACE_BATCHES, CheckResult
 
 _HEX = re.compile(r"^[0-9a-f]{6}$")
 TRACE_ROWS = 20_000   # a batch's state larger than this is not read (and the trace says so)

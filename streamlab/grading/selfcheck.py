@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..stack.kafka import bootstrap_servers
-from .grader import DEFAULT_TIMEOUT_S
-from .isolation import delete_topics, run_isolated, submission_environment
 from .labs import labs_dir, nbgrader_config
-from .results import Outcome, Status
-from .submissions import check_notebook
+from .outputs.results import Outcome, Status
+from .run.grader import DEFAULT_TIMEOUT_S
+from .run.submissions import check_notebook
+from .sandbox.isolation import delete_topics, run_isolated, submission_environment
 
 PASSED, FAILED, TIMED_OUT, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.NOT_RUN
 
@@ -237,7 +237,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
     source, executed, log = workdir / "notebook.ipynb", workdir / "executed.ipynb", workdir / "run.log"
     nbformat.write(nb, source)
     try:
-        child = run_isolated([sys.executable, "-m", "streamlab.grading.checkrun", str(source), "--out",
+        child = run_isolated([sys.executable, "-m", "streamlab.grading.workers.checkrun", str(source), "--out",
                               str(executed), "--cell-timeout", str(cell_timeout_s)],
                              env=env, cwd=workdir, log_path=log, timeout_s=timeout_s, tag=tag)
         ran = nbformat.read(executed if executed.exists() else source, as_version=4)

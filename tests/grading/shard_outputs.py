@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamlab.grading.results import Result, Status
-from streamlab.grading.runinfo import RunRecord, folder_digest
-from streamlab.grading.shards import shard_of
+from streamlab.grading.outputs.results import Result, Status
+from streamlab.grading.run.runinfo import RunRecord, folder_digest
+from streamlab.grading.run.shards import shard_of
 
 LAB = "lab01_x"
 CLASS = {"ana": (5, Status.GRADED), "ben": (3, Status.GRADED), "cem": (0, Status.TIMED_OUT),

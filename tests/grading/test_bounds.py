@@ -144,7 +144,7 @@ def test_a_checkpoint_nested_hundreds_deep_is_refused(nested):
 def test_the_grader_walks_a_work_folder_nested_past_path_max_without_failing(nested):
     """A submission left 500 nested folders (paths far past PATH_MAX): making its folder safe and readable
     failed the worker with ENAMETOOLONG, a grader error every run. Now the walk stops at FOLDER_DEPTH."""
-    from streamlab.grading.sandbox import untrusted_folder
+    from streamlab.grading.sandbox.box import untrusted_folder
 
     work = nested / "work"
     (work / "data").mkdir(parents=True)

@@ -7,8 +7,8 @@ import time
 
 from test_kafka_requests import create_topics
 
-from streamlab.grading.kafka_requests import TopicBudget
-from streamlab.grading.sandbox import KafkaDoor
+from streamlab.grading.sandbox.box import KafkaDoor
+from streamlab.grading.sandbox.kafka_requests import TopicBudget
 
 
 class Recorder:

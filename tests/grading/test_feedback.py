@@ -7,7 +7,7 @@ import sys
 import nbformat
 
 from streamlab.grading import Result, Status, nbgrader_config
-from streamlab.grading.feedback import STATUS_EXPLANATIONS, status_page
+from streamlab.grading.outputs.feedback import STATUS_EXPLANATIONS, status_page
 
 TEST_CELL = """\
 assert answer == 42

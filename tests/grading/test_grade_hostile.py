@@ -42,7 +42,7 @@ import pytest
 from intruders import Listener, notebook_name, topic_with_records, with_attack
 
 from streamlab import grading
-from streamlab.grading.sandbox import enforced_limits, unavailable_reason
+from streamlab.grading.sandbox.box import enforced_limits, unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]
@@ -329,7 +329,7 @@ def test_junk_in_the_output_folder_is_graded_over(hostile):
 def test_other_topics_are_refused_by_kafka(hostile):
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
-    from streamlab.grading.tenancy import sandbox_servers
+    from streamlab.grading.sandbox.tenancy import sandbox_servers
 
     if sandbox_servers(hostile["bootstrap"]) is None:
         pytest.skip(f"the Kafka at {hostile['bootstrap']} has no SANDBOX listener: tenancy is by prefix only there")

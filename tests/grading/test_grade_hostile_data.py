@@ -40,7 +40,7 @@ import pytest
 from intruders import notebook_name, with_attack
 
 from streamlab import grading
-from streamlab.grading.sandbox import unavailable_reason
+from streamlab.grading.sandbox.box import unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]

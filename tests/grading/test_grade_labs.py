@@ -49,7 +49,7 @@ import nbformat
 import pytest
 
 from streamlab import grading
-from streamlab.grading.isolation import TAG
+from streamlab.grading.sandbox.isolation import TAG
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = grading.find_labs()

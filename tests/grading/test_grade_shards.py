@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from streamlab import grading
-from streamlab.grading.shards import shard_of
+from streamlab.grading.run.shards import shard_of
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]

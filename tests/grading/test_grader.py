@@ -6,7 +6,7 @@ import io
 import json
 
 from streamlab.grading import Grader, Result, Status, find_labs
-from streamlab.grading.submissions import Submission
+from streamlab.grading.run.submissions import Submission
 
 LAB = find_labs()[0]
 

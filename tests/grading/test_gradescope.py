@@ -25,7 +25,7 @@ import pytest
 
 from streamlab import grading
 from streamlab.grading import bounds, gradescope
-from streamlab.grading.results import CellGrade, Result, Status
+from streamlab.grading.outputs.results import CellGrade, Result, Status
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]

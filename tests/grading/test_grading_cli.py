@@ -60,7 +60,7 @@ def test_an_empty_shard_still_leaves_its_record_for_the_merge(tmp_path):
 def test_the_banner_says_which_limits_this_machine_does_not_enforce(monkeypatch):
     """In the grader container the control groups are read-only: the banner named a 4096 MB memory limit that
     nothing enforced (found by the docker tier). It names what does not hold, and why."""
-    from streamlab.grading import sandbox
+    from streamlab.grading.sandbox import box as sandbox
 
     monkeypatch.setattr(sandbox, "enforced_limits", lambda: {"disk"})
     assert sandbox.not_enforced_here() == ("; NOT enforced here: memory, processes, CPU time (no writable control "

@@ -18,11 +18,11 @@ import nbformat
 import pytest
 
 from streamlab.grading import bounds
-from streamlab.grading.exports import canvas
 from streamlab.grading.labs import GradingError, find_labs, lab_notebooks, released_notebook, solutions_dir
-from streamlab.grading.results import Result, Status
-from streamlab.grading.roster import match, parse_roster
-from streamlab.grading.submissions import check_notebook, find_submissions, name_problem
+from streamlab.grading.outputs.exports import canvas
+from streamlab.grading.outputs.results import Result, Status
+from streamlab.grading.outputs.roster import match, parse_roster
+from streamlab.grading.run.submissions import check_notebook, find_submissions, name_problem
 
 LAB = find_labs()[0]
 NAME = lab_notebooks(LAB)[0]

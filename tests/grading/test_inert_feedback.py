@@ -19,7 +19,7 @@ import pytest
 
 from streamlab.grading import Result, Status, nbgrader_config
 from streamlab.grading.bounds import CELL_OUTPUT_BYTES, MB, NOTEBOOK_OUTPUT_BYTES
-from streamlab.grading.feedback import (
+from streamlab.grading.outputs.feedback import (
     CONTENT_SECURITY_POLICY,
     inert_feedback_pages,
     make_inert,
@@ -167,7 +167,7 @@ def page(tmp_path_factory) -> str:
 
 def test_nbgrader_config_makes_feedback_inert_after_hiding_tests(tmp_path):
     from streamlab.grading import HideHiddenTests
-    from streamlab.grading.feedback import InertFeedback
+    from streamlab.grading.outputs.feedback import InertFeedback
 
     preprocessors = list(nbgrader_config(tmp_path).GenerateFeedback.preprocessors)
     assert preprocessors.index(HideHiddenTests) < preprocessors.index(InertFeedback)
@@ -265,7 +265,7 @@ def test_make_inert_puts_the_policy_before_anything_else():
 
 
 def test_status_page_and_summary_are_inert(tmp_path):
-    from streamlab.grading.summary import write_summary
+    from streamlab.grading.outputs.summary import write_summary
 
     for page in (status_page(Result(student="a", status=Status.CRASHED), "lab01"),
                  write_summary(tmp_path, "lab01", []).read_text()):
@@ -304,7 +304,7 @@ def test_sanitize_html_reads_crafted_input_in_one_pass():
 
 
 def test_text_is_bounded_too_and_apart_from_outputs():
-    from streamlab.grading.feedback import InertFeedback
+    from streamlab.grading.outputs.feedback import InertFeedback
 
     image = {"image/png": "C" * (3 * CELL_OUTPUT_BYTES // 2)}
     markdown = v4.new_markdown_cell("![big](attachment:big.png)", attachments={"big.png": image})

@@ -8,7 +8,7 @@ import sys
 import time
 
 from streamlab.grading import kill_submission_processes, leftover_processes
-from streamlab.grading.isolation import TAG, run_isolated, submission_environment, topic_prefix
+from streamlab.grading.sandbox.isolation import TAG, run_isolated, submission_environment, topic_prefix
 
 
 def _tag(name: str) -> str:
@@ -75,7 +75,7 @@ def test_run_isolated_cleans_up_after_a_worker_that_finished(tmp_path):
 
 
 def test_topic_clean_up_says_what_failed_and_does_not_raise(monkeypatch, capsys):
-    from streamlab.grading import isolation
+    from streamlab.grading.sandbox import isolation
 
     def no_broker():
         raise ConnectionError("no broker at 127.0.0.1:1")

@@ -1,4 +1,4 @@
-"""The Kafka door's reading of requests (streamlab.grading.kafka_requests): real frames, encoded by
+"""The Kafka door's reading of requests (streamlab.grading.sandbox.kafka_requests): real frames, encoded by
 kafka-python's request classes and recorded from Kafka's own admin tool (the cached jars), and hostile ones.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from kafka.protocol.metadata import (
 from kafka.protocol.produce import ProduceRequest_v3
 from kafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Schema, TaggedFields
 
-from streamlab.grading import kafka_requests as kr
+from streamlab.grading.sandbox import kafka_requests as kr
 from streamlab.stack import console, kafka_settings
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from shard_outputs import CLASS, LAB, SETTINGS, make_output, shards
 
-from streamlab.grading.merge import MergeRefused, merge
-from streamlab.grading.results import Result, write_csv
-from streamlab.grading.runinfo import RunRecord, describe_runs, read_runs
-from streamlab.grading.summary import write_summary
+from streamlab.grading.outputs.results import Result, write_csv
+from streamlab.grading.outputs.summary import write_summary
+from streamlab.grading.run.merge import MergeRefused, merge
+from streamlab.grading.run.runinfo import RunRecord, describe_runs, read_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 

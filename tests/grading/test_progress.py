@@ -1,7 +1,7 @@
 """Progress lines of a long grading run (a clock of our own: no waiting)."""
 from __future__ import annotations
 
-from streamlab.grading.progress import Progress, format_duration
+from streamlab.grading.run.progress import Progress, format_duration
 
 
 class Clock:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from streamlab.grading.results import (
+from streamlab.grading.outputs.results import (
     CellGrade,
     CheckResult,
     Result,
@@ -16,7 +16,7 @@ from streamlab.grading.results import (
     spreadsheet_safe,
     write_csv,
 )
-from streamlab.grading.roster import match, parse_roster
+from streamlab.grading.outputs.roster import match, parse_roster
 
 CSV_STRINGS = {"graded", "timed out", "crashed", "invalid notebook", "limit exceeded", "grader error"}
 

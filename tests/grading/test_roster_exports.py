@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from shard_outputs import make_output, shards
 
-from streamlab.grading.exports import canvas, comment, export_table, left_out, moodle, plain, to_csv
 from streamlab.grading.labs import GradingError
-from streamlab.grading.results import Result, Status
-from streamlab.grading.roster import match, parse_roster
+from streamlab.grading.outputs.exports import canvas, comment, export_table, left_out, moodle, plain, to_csv
+from streamlab.grading.outputs.results import Result, Status
+from streamlab.grading.outputs.roster import match, parse_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 ROSTER = """\ufefffile,id,name,email,section,notes

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from intruders import Listener
 
-from streamlab.grading import sandbox as sb
-from streamlab.grading.isolation import topic_prefix
+from streamlab.grading.sandbox import box as sb
+from streamlab.grading.sandbox.isolation import topic_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 WHY_NOT = sb.unavailable_reason()
@@ -235,7 +235,7 @@ def test_a_path_inside_a_bound_folder_is_not_bound_again():
     """In the course image JAVA_HOME is /usr/lib/jvm/java-17, a symlink inside /usr: binding it again over the
     symlink failed ("Can't bind mount ... No such file or directory") and every graded kernel died in the
     grader container. A folder already bound shows what is inside it; each path is bound once."""
-    from streamlab.grading.sandbox import outermost
+    from streamlab.grading.sandbox.box import outermost
 
     paths = ["/usr", "/lib", "/lib64", "/usr/local", "/usr/lib/jvm/java-17", "/work/main/.venv", "/usr",
              "/work/main/.venv/lib", "/opt/streamlab/cache"]

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from streamlab import grading
-from streamlab.grading.grader import DEFAULT_TIMEOUT_S
-from streamlab.grading.results import Status
+from streamlab.grading.outputs.results import Status
+from streamlab.grading.run.grader import DEFAULT_TIMEOUT_S
 from streamlab.grading.selfcheck import (
     FAILED,
     NOT_RUN,
@@ -211,7 +211,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 @pytest.fixture
 def run_tag(monkeypatch, kafka_bootstrap):
     """The tag the check's processes carry; afterwards: they carried it (a JVM among them), and none is left."""
-    from streamlab.grading.isolation import tagged_processes
+    from streamlab.grading.sandbox.isolation import tagged_processes
 
     tag = f"sc{os.getpid()}-{time.monotonic_ns() % 10**6}"
     monkeypatch.setenv("STREAMLAB_GRADE_RUN_TAG", tag)

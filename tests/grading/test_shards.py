@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from streamlab.grading.labs import GradingError
-from streamlab.grading.shards import WHOLE, Shard, select, shard_key, shard_of
-from streamlab.grading.submissions import Submission
+from streamlab.grading.run.shards import WHOLE, Shard, select, shard_key, shard_of
+from streamlab.grading.run.submissions import Submission
 
 
 def _flat(name: str) -> Submission:

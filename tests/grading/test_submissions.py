@@ -7,8 +7,8 @@ import nbformat
 import pytest
 
 from streamlab.grading import GradingError, check_notebook, find_labs, find_submissions, lab_notebooks
-from streamlab.grading import submissions as submissions_module
-from streamlab.grading.submissions import Submission, name_problem
+from streamlab.grading.run import submissions as submissions_module
+from streamlab.grading.run.submissions import Submission, name_problem
 
 LAB = find_labs()[0]
 

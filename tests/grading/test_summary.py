@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import re
 
-from streamlab.grading.results import CellGrade, Result, Status
-from streamlab.grading.summary import cell_passed, load_results, points_withdrawn, summarise, write_summary
+from streamlab.grading.outputs.results import CellGrade, Result, Status
+from streamlab.grading.outputs.summary import cell_passed, load_results, points_withdrawn, summarise, write_summary
 
 CELLS = [("test_a", 1.0), ("test_b", 2.0), ("test_c", 2.0)]
 

@@ -24,8 +24,8 @@ from kafka.errors import (
 )
 from kafka.structs import OffsetAndMetadata
 
-from streamlab.grading import sandbox as sb
-from streamlab.grading.tenancy import PRODUCE_BYTES_PER_S, Principal, produce_quota, sandbox_servers
+from streamlab.grading.sandbox import box as sb
+from streamlab.grading.sandbox.tenancy import PRODUCE_BYTES_PER_S, Principal, produce_quota, sandbox_servers
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +267,7 @@ def test_tenancy_uses_no_private_attribute_of_kafka_python():
     import ast
     from pathlib import Path
 
-    import streamlab.grading.tenancy as tenancy
+    import streamlab.grading.sandbox.tenancy as tenancy
 
     tree = ast.parse(Path(tenancy.__file__).read_text())
     private = sorted({node.attr for node in ast.walk(tree)

@@ -9,13 +9,13 @@ import py_compile
 import nbformat
 import pytest
 
-from streamlab.grading import feedback
-from streamlab.grading.grader import Grader
 from streamlab.grading.hidden_checks import load_checks
 from streamlab.grading.labs import GradingError
-from streamlab.grading.results import Result, Status, write_csv
-from streamlab.grading.submissions import check_notebook
-from streamlab.grading.summary import write_summary
+from streamlab.grading.outputs import feedback
+from streamlab.grading.outputs.results import Result, Status, write_csv
+from streamlab.grading.outputs.summary import write_summary
+from streamlab.grading.run.grader import Grader
+from streamlab.grading.run.submissions import check_notebook
 
 
 def test_a_deeply_nested_or_huge_file_is_an_invalid_notebook(tmp_path, monkeypatch):
@@ -60,7 +60,7 @@ def test_the_summary_names_students_graded_without_the_sandbox(tmp_path):
 
 
 def test_the_grader_refuses_where_no_sandbox_can_be_made(tmp_path, monkeypatch):
-    monkeypatch.setattr("streamlab.grading.grader.unavailable_reason", lambda: "this is not Linux")
+    monkeypatch.setattr("streamlab.grading.run.grader.unavailable_reason", lambda: "this is not Linux")
     grader = Grader("lab01_stateless_vs_stateful", tmp_path / "out")
     with pytest.raises(GradingError, match="this is not Linux.*--no-sandbox"):
         grader.prepare()

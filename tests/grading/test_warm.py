@@ -1,4 +1,4 @@
-"""streamlab.grading.warm: one worker process serving submissions in turn, with per-student limits.
+"""streamlab.grading.workers.warm: one worker process serving submissions in turn, with per-student limits.
 
 A stand-in worker (a few lines of Python speaking the same channel protocol) shows the grader's
 side: reports matched by nonce, the time limit, a worker that dies, the sweep of a student's
@@ -13,10 +13,10 @@ import time
 
 import psutil
 
-from streamlab.grading.context import SubmissionContext
-from streamlab.grading.isolation import TAG, leftover_processes
-from streamlab.grading.results import Status, WorkerReport
-from streamlab.grading.warm import WORKER, WarmWorker
+from streamlab.grading.outputs.results import Status, WorkerReport
+from streamlab.grading.sandbox.isolation import TAG, leftover_processes
+from streamlab.grading.workers.context import SubmissionContext
+from streamlab.grading.workers.warm import WORKER, WarmWorker
 
 # Tags unique to this process: sweeps and leftover checks never see another test run's processes
 RUN = f"t{os.getpid()}-warm"
@@ -108,7 +108,7 @@ def test_a_worker_that_dies_gives_no_report_and_says_so(tmp_path):
 
 
 def test_the_real_worker_reports_what_it_cannot_grade_and_serves_on(tmp_path):
-    """streamlab.grading.worker --serve: requests it cannot grade (no folder there; a folder but no
+    """streamlab.grading.workers.worker --serve: requests it cannot grade (no folder there; a folder but no
     nbgrader course) get grader-error reports, not a dead worker, from one and the same process."""
     worker = _worker(tmp_path, tag=f"{RUN}-real", command=WORKER)
     expected = {"first": "the worker failed: FileNotFoundError", "second": "nbgrader autograde failed"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nbformat
 
-from streamlab.grading.withhold import NOTE, withhold_hidden_tests, without_hidden_tests
+from streamlab.grading.outputs.withhold import NOTE, withhold_hidden_tests, without_hidden_tests
 
 CELL = """assert ok(), "visible"
     ### BEGIN HIDDEN TESTS
@@ -21,7 +21,7 @@ def test_a_hidden_region_becomes_one_note():
 
 
 def test_the_grader_runs_it_right_after_overwrite_cells(tmp_path):
-    from streamlab.grading.worker import grading_config
+    from streamlab.grading.workers.worker import grading_config
 
     config = grading_config(tmp_path, 60)
     steps = [step.__name__ for step in config.Autograde.sanitize_preprocessors]

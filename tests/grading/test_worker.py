@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import nbformat
 
-from streamlab.grading.results import Status
-from streamlab.grading.worker import _read_autograded, _why_autograde_failed
+from streamlab.grading.outputs.results import Status
+from streamlab.grading.workers.worker import _read_autograded, _why_autograde_failed
 
 
 def test_why_autograde_failed():
@@ -57,7 +57,7 @@ def test_read_autograded_without_timings(tmp_path):
 
 
 def test_worker_runs_as_a_module():
-    proc = subprocess.run([sys.executable, "-m", "streamlab.grading.worker", "--help"],
+    proc = subprocess.run([sys.executable, "-m", "streamlab.grading.workers.worker", "--help"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "--serve" in proc.stdout and "--report" not in proc.stdout, proc.stderr
     assert "RuntimeWarning" not in proc.stderr
@@ -73,7 +73,8 @@ def test_the_grading_processes_never_change_their_own_environment():
     import streamlab.grading as grading
 
     changes = []
-    for name in ("worker.py", "warm.py", "grader.py", "sandbox.py", "hidden.py", "tenancy.py", "context.py"):
+    for name in ("workers/worker.py", "workers/warm.py", "run/grader.py", "sandbox/box.py", "workers/hidden.py",
+                 "sandbox/tenancy.py", "workers/context.py"):
         tree = ast.parse((Path(grading.__file__).parent / name).read_text())
         for node in ast.walk(tree):
             target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None

@@ -1,6 +1,6 @@
 """The worker: what runs in the child process that grades submissions.
 
-    python -m streamlab.grading.worker --serve FD [--checks hidden_checks.py --checks-sha256 H]
+    python -m streamlab.grading.workers.worker --serve FD [--checks hidden_checks.py --checks-sha256 H]
 
 A warm worker (see ``warm``): it grades the submissions the grader sends it over the channel FD, one
 after another, with nbgrader already imported; each request is a ``SubmissionContext`` (``context``),
@@ -28,9 +28,14 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .bounds import bounded_execute
+from ..bounds import bounded_execute
+from ..labs import nbgrader_config, run_converter
+from ..outputs.feedback import inert_feedback_pages
+from ..outputs.results import CellGrade, Status, WorkerReport
+from ..outputs.withhold import withhold_hidden_tests
+from ..sandbox.box import Limits, Sandbox, kernel_manager_class, untrusted_folder
+from ..sandbox.tenancy import Principal
 from .context import SubmissionContext
-from .feedback import inert_feedback_pages
 from .hidden import (
     CHECKS_LIMITS,
     ChecksBroken,
@@ -42,11 +47,6 @@ from .hidden import (
     unconfirmed_cells,
     withdraw_points,
 )
-from .labs import nbgrader_config, run_converter
-from .results import CellGrade, Status, WorkerReport
-from .sandbox import Limits, Sandbox, kernel_manager_class, untrusted_folder
-from .tenancy import Principal
-from .withhold import withhold_hidden_tests
 
 
 def _parse_time(stamp: str) -> datetime:
@@ -288,7 +288,7 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.worker",
+    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.workers.worker",
                                      description="Grade submissions (started by `streamlab grade`).")
     parser.add_argument("--serve", type=int, metavar="FD", required=True, help="serve the grader on channel FD")
     parser.add_argument("--checks", default=None, help="the lab's hidden_checks.py (hidden checks)")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import csv
 import io
 
-from .labs import GradingError
+from ..labs import GradingError
 from .results import Result, Status, format_points, safe_row, spreadsheet_safe
 from .roster import Matched, Student
 

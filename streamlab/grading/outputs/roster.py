@@ -16,7 +16,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from .labs import GradingError
+from ..labs import GradingError
 
 COLUMNS = ["file", "id", "name", "email", "section"]
 SUFFIX = ".ipynb"

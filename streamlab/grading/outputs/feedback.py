@@ -20,7 +20,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from . import bounds
+from .. import bounds
 from .results import Result, Status, format_points
 
 

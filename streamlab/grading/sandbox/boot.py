@@ -3,8 +3,8 @@
 Run by path with ``python -I -S`` (no site-packages, no user files), so nothing a submission could
 have touched is imported, and so it starts in milliseconds:
 
-    sandbox_boot.py launch SPEC -- KERNEL...   outside: join the control groups, become bubblewrap
-    sandbox_boot.py inside SPEC -- KERNEL...   inside (bubblewrap runs this): open the Kafka door on
+    boot.py launch SPEC -- KERNEL...   outside: join the control groups, become bubblewrap
+    boot.py inside SPEC -- KERNEL...   inside (bubblewrap runs this): open the Kafka door on
                                                loopback, drop to the sandbox's user, set the limits,
                                                become the kernel with the spec's environment
 
@@ -135,7 +135,7 @@ def inside(spec: dict, command: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[0] not in ("launch", "inside") or argv[2] != "--":
-        print("usage: sandbox_boot.py launch|inside SPEC -- COMMAND...", file=sys.stderr)
+        print("usage: boot.py launch|inside SPEC -- COMMAND...", file=sys.stderr)
         return 2
     with open(argv[1]) as f:
         spec = json.load(f)

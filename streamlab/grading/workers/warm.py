@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from ..outputs.results import WorkerReport
+from ..sandbox.isolation import kill_submission_processes
 from .context import SubmissionContext
-from .isolation import kill_submission_processes
-from .results import WorkerReport
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Outcome:
     detail: str = ""              # why there is no report
 
 
-WORKER = [sys.executable, "-m", "streamlab.grading.worker", "--serve"]  # + the channel's fd
+WORKER = [sys.executable, "-m", "streamlab.grading.workers.worker", "--serve"]  # + the channel's fd
 
 
 class WarmWorker:

@@ -31,21 +31,21 @@ from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
-from ..stack.kafka import bootstrap_servers
-from .context import SubmissionContext
-from .feedback import inert_feedback_pages, make_inert, status_page
-from .hidden import checks_file, checks_work, file_sha256
-from .isolation import delete_topics, kill_tagged, submission_environment
-from .labs import GradingError, generate_from_solutions, solutions_dir
+from ...stack.kafka import bootstrap_servers
+from ..labs import GradingError, generate_from_solutions, solutions_dir
+from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
+from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
+from ..outputs.summary import write_summary
+from ..sandbox.box import Limits, remove_control_groups, unavailable_reason, unmount
+from ..sandbox.isolation import delete_topics, kill_tagged, submission_environment
+from ..sandbox.tenancy import sandbox_servers
+from ..workers.context import SubmissionContext
+from ..workers.hidden import checks_file, checks_work, file_sha256
+from ..workers.warm import WarmWorker
 from .progress import Progress
-from .results import Result, Status, WorkerReport, format_points, write_csv
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
-from .sandbox import Limits, remove_control_groups, unavailable_reason, unmount
 from .shards import WHOLE, Shard, shard_key
 from .submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
-from .summary import write_summary
-from .tenancy import sandbox_servers
-from .warm import WarmWorker
 
 DEFAULT_TIMEOUT_S = 900
 EXTRA_FILE_BYTES = 64 * 1024  # nbgrader's timestamp.txt: one line

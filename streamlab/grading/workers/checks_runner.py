@@ -1,6 +1,6 @@
 """The hidden checks' own process: one per submission, in a sandbox of its own (see ``hidden.ChecksProcess``).
 
-    python -m streamlab.grading.checks_runner CHECKS --sha256 H --student-data DIR --topic-prefix P
+    python -m streamlab.grading.workers.checks_runner CHECKS --sha256 H --student-data DIR --topic-prefix P
 
 What a lab's checks read (the student's checkpoints, state files and topics) was made by the student, so
 the checks run where that data can only hurt them: a fresh process and JVM per submission, inside its own
@@ -24,8 +24,8 @@ import os
 import sys
 from dataclasses import asdict
 
-from ..stack.session import spark as get_spark
-from .hidden_checks import Artifacts, load_checks, run_checks
+from ...stack.session import spark as get_spark
+from ..hidden_checks import Artifacts, load_checks, run_checks
 
 # A check that failed with one of these did not find the part wrong: the checks' own runtime broke
 # (its JVM ran out of memory or died). The submission is graded again, never scored on it.
@@ -51,7 +51,7 @@ def broken_runtime(results) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.checks_runner",
+    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.workers.checks_runner",
                                      description="Run a lab's hidden checks on one submission (started by the worker).")
     parser.add_argument("checks")
     parser.add_argument("--sha256", required=True)

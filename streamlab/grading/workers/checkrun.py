@@ -1,6 +1,6 @@
 """The child process of ``streamlab check`` (see ``selfcheck``): it runs the copy of a lab.
 
-    python -m streamlab.grading.checkrun NOTEBOOK --out EXECUTED --cell-timeout S
+    python -m streamlab.grading.workers.checkrun NOTEBOOK --out EXECUTED --cell-timeout S
 
 It runs NOTEBOOK with nbgrader's own ``Execute`` preprocessor and the course's nbgrader_config.py
 (so the same kernel arguments, per-cell limit and interrupt as ``streamlab grade``), with
@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from .labs import nbgrader_config
+from ..labs import nbgrader_config
 
 
 def execute(source: Path, out: Path, cell_timeout_s: float) -> None:
@@ -48,7 +48,7 @@ def execute(source: Path, out: Path, cell_timeout_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.checkrun",
+    parser = argparse.ArgumentParser(prog="python -m streamlab.grading.workers.checkrun",
                                      description="Run a lab copy for `streamlab check` (started by it).")
     parser.add_argument("source")
     parser.add_argument("--out", required=True)

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
-from .bounds import MB
-from .results import CheckResult
-from .sandbox import Limits
+from ..bounds import MB
+from ..outputs.results import CheckResult
+from ..sandbox.box import Limits
 
 # What one submission's checks may use. A lab's checks peak at ~1.3 GB (their Spark driver has 1 GB of heap).
 CHECKS_LIMITS = Limits(memory_mb=3072, processes=512, cpu_seconds=600, disk_mb=1024)
@@ -56,7 +56,7 @@ def file_sha256(path: Path) -> str:
 
 
 class ChecksProcess:
-    """One submission's hidden checks, in a process of their own: ``python -m streamlab.grading.checks_runner``.
+    """One submission's hidden checks, in a process of their own: ``python -m streamlab.grading.workers.checks_runner``.
 
     Started when the submission's turn begins, so that its Spark starts while the notebook runs. With
     ``sandbox`` (a function making a ``Sandbox`` for it), the process runs in that sandbox: its own limits,
@@ -66,7 +66,7 @@ class ChecksProcess:
 
     def __init__(self, checks: Path, checks_sha256: str, *, student_data: Path, topic_prefix: str, env: dict,
                  log: Path | None = None, sandbox: Callable[[], object] | None = None):
-        self.command = [sys.executable, "-m", "streamlab.grading.checks_runner", str(checks),
+        self.command = [sys.executable, "-m", "streamlab.grading.workers.checks_runner", str(checks),
                         "--sha256", checks_sha256, "--student-data", str(student_data),
                         "--topic-prefix", topic_prefix]
         self.env, self.log, self.make_box = env, log, sandbox  # log None: this process's stderr

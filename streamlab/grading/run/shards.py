@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from .labs import GradingError
+from ..labs import GradingError
 from .submissions import Submission
 
 

@@ -54,8 +54,8 @@ from kafka.protocol.types import (
     TaggedFields,
 )
 
-from ..stack import broker
-from ..stack.kafka_settings import SANDBOX_LISTENER
+from ...stack import broker
+from ...stack.kafka_settings import SANDBOX_LISTENER
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's minimum for SCRAM

@@ -27,8 +27,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import bounds
-from .labs import GradingError, lab_notebooks, solutions_dir
+from .. import bounds
+from ..labs import GradingError, lab_notebooks, solutions_dir
 
 SUFFIX = ".ipynb"
 MAX_NAME_CHARS = 100

@@ -1,7 +1,7 @@
 """The sandbox a submission's kernel runs in: nothing of the grader, the answer key or the other students.
 
 The grader (outside) runs nbgrader; nbgrader starts the student's kernel through the kernelspec
-``streamlab-sandbox``, whose command is ``python -I -S sandbox_boot.py launch SPEC -- KERNEL...``.
+``streamlab-sandbox``, whose command is ``python -I -S boot.py launch SPEC -- KERNEL...``.
 ``launch`` joins the submission's control groups (memory, processes, CPU time) and replaces itself
 with bubblewrap, which builds the sandbox:
 
@@ -18,7 +18,7 @@ with bubblewrap, which builds the sandbox:
   file, to the grader's forwarder (``KafkaDoor``), which connects to the broker: nothing else is
   reachable.
 
-Inside, ``sandbox_boot.py inside`` runs first (as root inside when the grader is root): it drops to
+Inside, ``boot.py inside`` runs first (as root inside when the grader is root): it drops to
 the sandbox's user for good (``no_new_privs``), sets the resource limits, starts the loopback end of
 the Kafka door and replaces itself with the kernel.
 """
@@ -39,11 +39,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..stack.java import find_java
-from ..stack.paths import PACKAGE_DIR, cache_dir
-from .bounds import FOLDER_DEPTH, bounded_kernel_client
+from ...stack.java import find_java
+from ...stack.paths import PACKAGE_DIR, cache_dir
+from ..bounds import FOLDER_DEPTH, bounded_kernel_client
+from .boot import close_both, pump
 from .kafka_requests import RefusedRequest, TopicBudget, read_frame
-from .sandbox_boot import close_both, pump
 
 KERNEL_NAME = "streamlab-sandbox"
 CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandbox gets a group in
@@ -283,7 +283,7 @@ class KafkaDoor:
     grader opens to Kafka (``open_outer``: plain TCP to the broker, or, with a principal, an
     authenticated one to its SANDBOX listener: see ``tenancy``).
 
-    Inside, ``sandbox_boot`` listens on the broker's ports on loopback and joins each connection to the
+    Inside, ``boot`` listens on the broker's ports on loopback and joins each connection to the
     socket file, so a Kafka client inside uses the same ``host:port`` as outside. At most
     ``max_connections`` are open at once (each costs the grader two threads and the broker a descriptor):
     one more is closed at once, and counted in ``refused``.
@@ -429,7 +429,7 @@ SPEC_INSIDE = "/etc/streamlab-sandbox.json"
 
 
 def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_only: list[str]) -> list[str]:
-    """bubblewrap's command line up to the command it runs (``sandbox_boot.py inside ...``)."""
+    """bubblewrap's command line up to the command it runs (``boot.py inside ...``)."""
     args = [bwrap(), *_namespaces(), "--die-with-parent", "--new-session", "--clearenv",
             "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev",
             "--bind", str(work / "tmp"), "/tmp"]
@@ -451,7 +451,7 @@ def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_onl
     return [*args, "--"]
 
 
-BOOT = Path(__file__).with_name("sandbox_boot.py")
+BOOT = Path(__file__).with_name("boot.py")
 
 
 class Sandbox:

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..stack.paths import project_root
-from .labs import solutions_dir
+from ...stack.paths import project_root
+from ..labs import solutions_dir
 
 RUN_FILE = "run.json"      # one grading run (a shard, or the whole folder)
 RUNS_FILE = "runs.json"    # a merged output: the runs that made it

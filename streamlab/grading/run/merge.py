@@ -20,8 +20,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .labs import GradingError
-from .results import Result, format_points
+from ..labs import GradingError
+from ..outputs.results import Result, format_points
 from .runinfo import RUN_FILE, RUNS_FILE, RunRecord, read_runs, write_runs
 
 COMPARED = [  # (what, how it is read from a run) that every shard must share

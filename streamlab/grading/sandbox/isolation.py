@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..stack.kafka import delete_topics as delete_listed
-from ..stack.kafka import list_topics
-from ..stack.paths import cache_dir
-from .labs import with_scripts_on_path
+from ...stack.kafka import delete_topics as delete_listed
+from ...stack.kafka import list_topics
+from ...stack.paths import cache_dir
+from ..labs import with_scripts_on_path
 
 TAG = "STREAMLAB_GRADE_TAG"  # environment variable carried by every process grading one submission
 

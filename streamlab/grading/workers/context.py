@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .isolation import TAG
+from ..sandbox.isolation import TAG
 
 
 @dataclass(frozen=True)

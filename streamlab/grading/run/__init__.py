@@ -1,0 +1,9 @@
+"""The run: one folder of submissions in, grades.csv out. Read in this order:
+
+    submissions  finding submissions in a folder (two layouts, exact names, regular files only), check_notebook
+    grader       Grader: the run itself, a warm worker per slot, each student's Result, the outputs written
+    shards       which shard grades which submission (a hash of its name)
+    progress     progress lines: done / total, rate, time left, and the final line
+    runinfo      OUT/run.json: what a run was (lab, shard, versions, settings, machine)
+    merge        ``streamlab grade merge``: shards' outputs into one, or a refusal naming why
+"""
