@@ -32,7 +32,11 @@ import nbformat
 from nbclient import NotebookClient
 
 from streamlab import grading
-from streamlab.grading.sandbox.isolation import delete_topics, kill_submission_processes, submission_environment
+from streamlab.grading.sandbox.isolation import (
+    delete_prefixed_topics,
+    kill_submission_processes,
+    submission_environment,
+)
 from streamlab.stack.kafka import bootstrap_servers
 
 
@@ -49,7 +53,7 @@ def own_time(lab: str, notebook) -> float:
         return time.monotonic() - started
     finally:
         kill_submission_processes(None, tag)
-        delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
+        delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
         shutil.rmtree(workdir, ignore_errors=True)
 
 

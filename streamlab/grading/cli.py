@@ -52,7 +52,7 @@ def cmd_grade(args) -> int:
         limits = None if args.no_sandbox else Limits(memory_mb=args.memory_mb, processes=args.max_processes,
                                                      cpu_seconds=args.cpu_seconds, disk_mb=args.disk_mb)
         grader = Grader(lab, out, timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
-                        force=args.force, jobs=args.jobs, sandbox=limits, shard=shard, roster=roster)
+                        force=args.force, jobs=args.jobs, limits=limits, shard=shard, roster=roster)
         grader.new_record(folder, submissions)
         which = "" if shard == WHOLE else f" (shard {shard}: {len(submissions)} of the folder's {len(folder)})"
         print(f"Grading {len(submissions)} submission(s) of {lab}{which} into {grader.out} "

@@ -169,7 +169,7 @@ def run(lab: str, root: Path, *, visibility: str = "visible", timeout_s: float =
     if not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and not broker.status().running:
         started = broker.start()  # the container's own broker, for this submission alone
     try:
-        grader = Grader(lab, work / "out", timeout_s=timeout_s, sandbox=limits)
+        grader = Grader(lab, work / "out", timeout_s=timeout_s, limits=limits)
         submissions = find_submissions(folder, lab)
         grader.new_record(submissions, submissions)
         grader.prepare()

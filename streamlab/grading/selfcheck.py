@@ -29,7 +29,7 @@ from .labs import labs_dir, nbgrader_config
 from .outputs.results import Outcome, Status
 from .run.grader import DEFAULT_TIMEOUT_S
 from .run.submissions import check_notebook
-from .sandbox.isolation import delete_topics, run_isolated, submission_environment
+from .sandbox.isolation import delete_prefixed_topics, run_isolated, submission_environment
 
 PASSED, FAILED, TIMED_OUT, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.NOT_RUN
 
@@ -268,7 +268,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
                          for c in (released.cells if released else [])
                          if is_test_cell(c) and _meta(c)["grade_id"] not in have]
     finally:
-        delete_topics(env["STREAMLAB_TOPIC_PREFIX"])
+        delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
         shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 1)
     return result

@@ -40,7 +40,7 @@ def dies(run):
 '''
 
 
-def _process(tmp_path: Path, source: str, *, sha: str | None = None, sandbox=None) -> ChecksProcess:
+def _process(tmp_path: Path, source: str, *, sha: str | None = None, make_box=None) -> ChecksProcess:
     checks = tmp_path / "hidden_checks.py"
     checks.write_text(source)
     student = tmp_path / "student" / "data"
@@ -48,7 +48,7 @@ def _process(tmp_path: Path, source: str, *, sha: str | None = None, sandbox=Non
     (student / "answer.txt").write_text("42")
     env = dict(os.environ, STREAMLAB_DATA_DIR=str(tmp_path / "checks" / "data"))
     return ChecksProcess(checks, sha or hashlib.sha256(checks.read_bytes()).hexdigest(), student_data=student,
-                         topic_prefix="checks-test-", env=env, log=tmp_path / "checks.log", sandbox=sandbox)
+                         topic_prefix="checks-test-", env=env, log=tmp_path / "checks.log", make_box=make_box)
 
 
 def test_a_verdict_comes_back(tmp_path):
@@ -90,7 +90,7 @@ def test_in_their_sandbox_the_checks_read_the_student_data_and_cannot_change_it(
                KAFKA_BOOTSTRAP_SERVERS=bootstrap_servers(), STREAMLAB_TOPIC_PREFIX="checks-test-")
     checks = tmp_path / "hidden_checks.py"
     process = _process(tmp_path, CHECKS.replace("WRITES", "raise AssertionError('it wrote the student data')"),
-                       sandbox=lambda: Sandbox(env, Limits(memory_mb=3072, processes=512, cpu_seconds=300,
+                       make_box=lambda: Sandbox(env, Limits(memory_mb=3072, processes=512, cpu_seconds=300,
                                                            disk_mb=512),
                                                read_only=(str(checks), str(student))))
     try:

@@ -8,7 +8,7 @@ import sys
 import time
 
 from streamlab.grading import kill_submission_processes, leftover_processes
-from streamlab.grading.sandbox.isolation import TAG, run_isolated, submission_environment, topic_prefix
+from streamlab.grading.sandbox.isolation import TAG, run_isolated, submission_environment, submission_topic_prefix
 
 
 def _tag(name: str) -> str:
@@ -30,7 +30,7 @@ def test_environment_of_a_submission(tmp_path, monkeypatch):
 
 
 def test_topic_prefix_is_a_valid_topic_name():
-    assert re.fullmatch(r"grade-1a2b-jos-m-ller-[0-9a-f]{8}-", topic_prefix("grade-1a2b-José Müller"))
+    assert re.fullmatch(r"grade-1a2b-jos-m-ller-[0-9a-f]{8}-", submission_topic_prefix("grade-1a2b-José Müller"))
 
 
 def test_tagged_processes_are_found_and_killed():
@@ -81,6 +81,6 @@ def test_topic_clean_up_says_what_failed_and_does_not_raise(monkeypatch, capsys)
         raise ConnectionError("no broker at 127.0.0.1:1")
 
     monkeypatch.setattr(isolation, "list_topics", no_broker)
-    isolation.delete_topics("run1-ana-")
+    isolation.delete_prefixed_topics("run1-ana-")
     said = capsys.readouterr().err
     assert "could not delete the topics run1-ana-*: ConnectionError: no broker at 127.0.0.1:1" in said

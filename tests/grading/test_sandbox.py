@@ -16,7 +16,7 @@ import pytest
 from intruders import Listener
 
 from streamlab.grading.sandbox import box as sb
-from streamlab.grading.sandbox.isolation import topic_prefix
+from streamlab.grading.sandbox.isolation import submission_topic_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 WHY_NOT = sb.unavailable_reason()
@@ -227,8 +227,8 @@ def test_what_a_submission_leaves_is_read_without_following_links(tmp_path):
 
 def test_topic_prefixes_never_collide():
     ids = ["Ann", "ann", "a_nn", "a@nn", "a nn", "a-nn"]
-    assert len({topic_prefix(f"run-{i}") for i in ids}) == len(ids)
-    assert all(set(topic_prefix(f"run-{i}")) <= set("abcdefghijklmnopqrstuvwxyz0123456789.-") for i in ids)
+    assert len({submission_topic_prefix(f"run-{i}") for i in ids}) == len(ids)
+    assert all(set(submission_topic_prefix(f"run-{i}")) <= set("abcdefghijklmnopqrstuvwxyz0123456789.-") for i in ids)
 
 
 def test_a_path_inside_a_bound_folder_is_not_bound_again():

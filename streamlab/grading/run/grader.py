@@ -37,7 +37,7 @@ from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
 from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
 from ..outputs.summary import write_summary
 from ..sandbox.box import Limits, remove_control_groups, unavailable_reason, unmount
-from ..sandbox.isolation import delete_topics, kill_tagged, submission_environment
+from ..sandbox.isolation import delete_prefixed_topics, kill_tagged, submission_environment
 from ..sandbox.tenancy import sandbox_servers
 from ..workers.context import SubmissionContext
 from ..workers.hidden import checks_file, checks_work, file_sha256
@@ -55,7 +55,7 @@ DEFAULT_LIMITS = Limits()
 class Grader:
     def __init__(self, lab: str, out: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  cell_timeout_s: float | None = None, force: bool = False, jobs: int = 1,
-                 run_tag: str | None = None, stream=None, sandbox: Limits | None = DEFAULT_LIMITS,
+                 run_tag: str | None = None, stream=None, limits: Limits | None = DEFAULT_LIMITS,
                  shard: Shard = WHOLE, roster=None):
         self.lab = lab
         self.shard = shard
@@ -63,7 +63,7 @@ class Grader:
         self.record: RunRecord | None = None
         self.progress: Progress | None = None
         self._fresh_seconds: list[float] = []   # how long each submission graded in this run took
-        self.sandbox = sandbox  # None: --no-sandbox (each submission runs with the grader's own powers)
+        self.limits = limits  # the sandbox's; None: --no-sandbox (each submission runs with the grader's own powers)
         self.out = Path(out).resolve()
         self.timeout_s = timeout_s
         self.cell_timeout_s = cell_timeout_s
@@ -92,7 +92,7 @@ class Grader:
     def prepare(self) -> None:
         from nbgrader.api import Gradebook
 
-        if self.sandbox is not None:
+        if self.limits is not None:
             reason = unavailable_reason()
             if reason:
                 raise GradingError(f"cannot make the grading sandbox on this machine: {reason}. Grading "
@@ -111,10 +111,10 @@ class Grader:
             self.max_score = float(gradebook.find_assignment(self.lab).max_score)
         self.bootstrap = bootstrap_servers()  # resolved once: every kernel uses this Kafka
         # the broker's SANDBOX listener: each sandbox's Kafka connections are then a principal's of its own
-        self.kafka_sandbox = sandbox_servers(self.bootstrap) if self.sandbox is not None else None
-        if self.sandbox is not None:
-            self.say(f"Kafka: each submission's own topics only, enforced by Kafka's ACLs ({self.kafka_sandbox})"
-                     if self.kafka_sandbox else
+        self.sandbox_listener = sandbox_servers(self.bootstrap) if self.limits is not None else None
+        if self.limits is not None:
+            self.say(f"Kafka: each submission's own topics only, enforced by Kafka's ACLs ({self.sandbox_listener})"
+                     if self.sandbox_listener else
                      f"Kafka: the broker at {self.bootstrap} has no SANDBOX listener (streamlab's brokers do), so "
                      f"submissions are kept apart by topic prefix only, not by Kafka")
 
@@ -130,7 +130,7 @@ class Grader:
                      f"({type(err).__name__}); grading again")
             return None
         if (previous.sha256 == sha and previous.solution_sha256 == self.solution_sha256
-                and previous.sandboxed == (self.sandbox is not None)
+                and previous.sandboxed == (self.limits is not None)
                 and previous.status.is_final and Path(previous.feedback).exists()):
             return previous
         return None
@@ -146,7 +146,7 @@ class Grader:
                         file=str(submission.origin), sha256=sha, solution_sha256=self.solution_sha256,
                         log=str(self.logs_dir / f"{submission.student}.log"),
                         graded_at=datetime.now().isoformat(timespec="seconds"),
-                        sandboxed=self.sandbox is not None)
+                        sandboxed=self.limits is not None)
         try:
             problems, contents = ([submission.refused], {}) if submission.refused else self._read(submission)
             course = None
@@ -216,8 +216,8 @@ class Grader:
         context = SubmissionContext(lab=lab, student=student, course=str(course), log=result.log,
                                     env=submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir),
                                     cell_timeout=self.cell_timeout_s,
-                                    sandbox=asdict(self.sandbox) if self.sandbox is not None else None,
-                                    kafka_sandbox=self.kafka_sandbox)
+                                    limits=asdict(self.limits) if self.limits is not None else None,
+                                    sandbox_listener=self.sandbox_listener)
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:
@@ -238,7 +238,7 @@ class Grader:
                         f"{outcome.killed} process(es) left running were stopped"
         finally:
             self._workers.put(worker)
-            delete_topics(context.topic_prefix)
+            delete_prefixed_topics(context.topic_prefix)
             for folder in (workdir, checks_work(workdir / "data")):  # the submission's, the hidden checks'
                 remove_control_groups(folder)  # the worker removes them; a worker that was killed could not
                 unmount(folder)
@@ -292,7 +292,7 @@ class Grader:
     def new_record(self, folder: list[Submission], submissions: list[Submission]) -> RunRecord:
         """The run record (OUT/run.json) of grading ``submissions``, this run's shard of ``folder``."""
         solution, checks = lab_fingerprint(self.lab)
-        settings = grading_settings(sandbox=asdict(self.sandbox) if self.sandbox is not None else None,
+        settings = grading_settings(sandbox=asdict(self.limits) if self.limits is not None else None,
                                     timeout_s=self.timeout_s, cell_timeout_s=self.cell_timeout_s)
         self.record = RunRecord(lab=self.lab, shard=str(self.shard),
                                 students={s.student: shard_key(s) for s in submissions},

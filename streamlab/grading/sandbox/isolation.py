@@ -25,7 +25,7 @@ from ..labs import with_scripts_on_path
 TAG = "STREAMLAB_GRADE_TAG"  # environment variable carried by every process grading one submission
 
 
-def topic_prefix(tag: str) -> str:
+def submission_topic_prefix(tag: str) -> str:
     """A Kafka topic prefix for ``tag``, different for different tags: topic names allow only
     [a-zA-Z0-9._-] and student ids may hold other characters (e-mail addresses), so the readable part
     is followed by a short hash of the exact tag (``Ann``, ``ann`` and ``a_nn`` get different prefixes)."""
@@ -42,7 +42,7 @@ def submission_environment(tag: str, *, bootstrap: str, workdir: Path) -> dict[s
     env.update({
         TAG: tag,
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "STREAMLAB_TOPIC_PREFIX": topic_prefix(tag),
+        "STREAMLAB_TOPIC_PREFIX": submission_topic_prefix(tag),
         "STREAMLAB_DATA_DIR": str(workdir / "data"),
         "STREAMLAB_CACHE_DIR": str(cache_dir()),
         "STREAMLAB_SPARK_UI": "false",
@@ -172,7 +172,7 @@ def run_isolated(command: list[str], *, env: dict, cwd: Path, log_path: Path, ti
             kill_submission_processes(proc, tag)
 
 
-def delete_topics(prefix: str) -> None:
+def delete_prefixed_topics(prefix: str) -> None:
     """Delete the Kafka topics whose names start with ``prefix``; returns once none is listed. Best effort:
     when the broker is gone or a topic stays listed, it says so on stderr and grading goes on."""
     try:

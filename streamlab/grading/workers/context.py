@@ -23,8 +23,8 @@ class SubmissionContext:
     log: str                          # its log file
     env: dict[str, str] = field(default_factory=dict)  # the environment of every process that grades it
     cell_timeout: float | None = None
-    sandbox: dict | None = None       # the sandbox's limits (``sandbox.Limits`` as a dict); None: no sandbox
-    kafka_sandbox: str | None = None  # the broker's SANDBOX listener, when the slot has a Kafka principal
+    limits: dict | None = None           # the sandbox's limits (``box.Limits`` as a dict); None: no sandbox
+    sandbox_listener: str | None = None  # the broker's SANDBOX listener, when the slot has a Kafka principal
 
     @property
     def tag(self) -> str:

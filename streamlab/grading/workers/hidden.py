@@ -59,17 +59,17 @@ class ChecksProcess:
     """One submission's hidden checks, in a process of their own: ``python -m streamlab.grading.workers.checks_runner``.
 
     Started when the submission's turn begins, so that its Spark starts while the notebook runs. With
-    ``sandbox`` (a function making a ``Sandbox`` for it), the process runs in that sandbox: its own limits,
+    ``make_box`` (a function making a ``Sandbox`` for it), the process runs in that sandbox: its own limits,
     user, processes and network (Kafka through the door), the student's data folder read-only. ``run()``
     proves the runtime is alive first (it answered a query), replaces a lost one once, then checks.
     """
 
     def __init__(self, checks: Path, checks_sha256: str, *, student_data: Path, topic_prefix: str, env: dict,
-                 log: Path | None = None, sandbox: Callable[[], object] | None = None):
+                 log: Path | None = None, make_box: Callable[[], object] | None = None):
         self.command = [sys.executable, "-m", "streamlab.grading.workers.checks_runner", str(checks),
                         "--sha256", checks_sha256, "--student-data", str(student_data),
                         "--topic-prefix", topic_prefix]
-        self.env, self.log, self.make_box = env, log, sandbox  # log None: this process's stderr
+        self.env, self.log, self.make_box = env, log, make_box  # log None: this process's stderr
         self.box = None
         self.proc: subprocess.Popen | None = None
         self.started = 0

@@ -102,18 +102,18 @@ def run_worker(context: SubmissionContext, checks: Path | None = None, checks_sh
     """nbgrader autograde, the lab's hidden checks (``checks``: its hidden_checks.py), then
     generate_feedback, for the submission ``context`` describes.
 
-    With ``context.sandbox`` (its limits), the student's kernel runs in a ``Sandbox`` made from
+    With ``context.limits`` (its limits), the student's kernel runs in a ``Sandbox`` made from
     ``context.env`` and gone afterwards; the hidden checks run in a sandbox of their own
     (``hidden.ChecksProcess``), with the student's data folder read-only. ``principal`` and
-    ``context.kafka_sandbox`` (the broker's SANDBOX listener): their Kafka connections are the
+    ``context.sandbox_listener`` (the broker's SANDBOX listener): their Kafka connections are the
     principal's, allowed the submission's topics only (see ``tenancy``); without them, the topic prefix."""
     box = None
     try:
-        if context.sandbox is not None:
+        if context.limits is not None:
             if principal is not None:
                 principal.allow_only(context.topic_prefix)
-            box = Sandbox(dict(context.env), Limits(**context.sandbox), principal=principal,
-                          sandbox_servers=context.kafka_sandbox)
+            box = Sandbox(dict(context.env), Limits(**context.limits), principal=principal,
+                          sandbox_servers=context.sandbox_listener)
         checks_process = None
         if checks is not None:
             checks_process = _start_checks(context, checks, checks_sha256, principal=principal)
@@ -134,12 +134,12 @@ def _start_checks(context: SubmissionContext, checks: Path, checks_sha256: str |
     env = dict(context.env, STREAMLAB_DATA_DIR=str(checks_work(student_data) / "data"))
     env.pop("JUPYTER_PATH", None)
     make_box = None
-    if context.sandbox is not None:
+    if context.limits is not None:
         def make_box():
-            return Sandbox(env, CHECKS_LIMITS, principal=principal, sandbox_servers=context.kafka_sandbox,
+            return Sandbox(env, CHECKS_LIMITS, principal=principal, sandbox_servers=context.sandbox_listener,
                            read_only=(str(checks), str(student_data)))
     return ChecksProcess(checks, checks_sha256 or "", student_data=student_data,
-                         topic_prefix=context.topic_prefix, env=env, sandbox=make_box)
+                         topic_prefix=context.topic_prefix, env=env, make_box=make_box)
 
 
 def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[str, str] | None = None):
@@ -272,7 +272,7 @@ def serve(channel_fd: int, checks: Path | None, checks_sha256: str | None) -> No
             os.chdir(context.course)
             with _output_to(Path(context.log)):
                 try:
-                    if context.sandbox is not None and context.kafka_sandbox and principal is None:
+                    if context.limits is not None and context.sandbox_listener and principal is None:
                         principal = Principal(context.bootstrap)
                     report = run_worker(context, checks, checks_sha256, principal=principal)
                 except Exception:
