@@ -31,7 +31,7 @@ from pathlib import Path
 from ..bounds import bounded_execute
 from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
-from ..outputs.results import CellGrade, Status, WorkerReport
+from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
 from ..outputs.withhold import withhold_hidden_tests
 from ..sandbox.box import Limits, Sandbox, kernel_manager_class, untrusted_folder
 from ..sandbox.tenancy import Principal
@@ -161,8 +161,7 @@ def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[st
 
 
 def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbox | None) -> WorkerReport:
-    from nbgrader.api import Gradebook
-    from nbgrader.converters import Autograde, GenerateFeedback
+    from nbgrader.converters import Autograde
 
     course, lab, student = Path(context.course), context.lab, context.student
     config = grading_config(course, context.cell_timeout, context.env)
@@ -192,44 +191,77 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     notebooks = sorted((course / "autograded" / student / lab).glob("*.ipynb"))
     timeouts, more_timings = _read_autograded(notebooks, started_at)
     timings.update(more_timings)
+    # After autograde, in this order (each step below is one function):
+    try:
+        outcomes = _check_what_it_left(checks, timings)        # 1. the hidden checks, the kernel gone
+    except ChecksBroken as err:  # the checks could not give a verdict: not the student's doing
+        return WorkerReport.no_result(Status.ERROR, f"the grader's hidden checks broke on this submission "
+                                                    f"({err}); it is graded again by the next run", **timings)
+    _settle_points(config, lab, student, outcomes)             # 2. unconfirmed cells and extra credit to 0
+    if not _generate_feedback(config, lab, student):           # 3. nbgrader's feedback pages
+        return WorkerReport.no_result(Status.ERROR, "nbgrader generate_feedback failed; see the log", **timings)
+    score, max_score, cells = _scores(config, lab, student)    # 4. the gradebook's score, cell by cell
+    _finish_feedback(course / "feedback" / student / lab, outcomes)  # 5. the checks' table; pages made inert
+    status, detail = _status(timeouts, config.Execute.timeout, outcomes)  # 6. graded or timed out, and why
+    return WorkerReport(status=status, score=score, max_score=max_score, detail=detail, cells=cells,
+                        checks=outcomes, **timings)
 
-    outcomes = []
-    if checks is not None:
-        # The student's kernel is gone: check what the run left behind, in the checks' own process.
-        started_checks = time.monotonic()
-        try:
-            outcomes = checks.run()
-        except ChecksBroken as err:  # the checks could not give a verdict: not the student's doing
-            return WorkerReport.no_result(Status.ERROR, f"the grader's hidden checks broke on this submission "
-                                                        f"({err}); it is graded again by the next run", **timings)
-        timings["checks_seconds"] = round(time.monotonic() - started_checks, 1)
-        with Gradebook(config.CourseDirectory.db_url) as gradebook:
-            withdraw_points(gradebook, lab, student, unconfirmed_cells(outcomes))
+
+def _check_what_it_left(checks: ChecksProcess | None, timings: dict) -> list[CheckResult]:
+    """The hidden checks' verdicts on what the run left (none without checks); ChecksBroken if they gave none."""
+    if checks is None:
+        return []
+    started = time.monotonic()
+    outcomes = checks.run()
+    timings["checks_seconds"] = round(time.monotonic() - started, 1)
+    return outcomes
+
+
+def _settle_points(config, lab: str, student: str, outcomes: list[CheckResult]) -> None:
+    """In nbgrader's gradebook: the test cells no check confirmed score 0, and so does any extra credit."""
+    from nbgrader.api import Gradebook
+
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
+        withdraw_points(gradebook, lab, student, unconfirmed_cells(outcomes))
         no_extra_credit(gradebook, lab, student)
+
+
+def _generate_feedback(config, lab: str, student: str) -> bool:
+    from nbgrader.converters import GenerateFeedback
 
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
         sys.stderr.write(feedback.get("error", ""))
-        return WorkerReport.no_result(Status.ERROR, "nbgrader generate_feedback failed; see the log", **timings)
+    return bool(feedback["success"])
+
+
+def _scores(config, lab: str, student: str) -> tuple[float, float, list[CellGrade]]:
+    """(score, max score, each test cell's grade) as nbgrader's gradebook holds them now."""
+    from nbgrader.api import Gradebook
 
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
         submission = gradebook.find_submission(lab, student)
-        score, max_score = float(submission.score), float(submission.max_score)
         cells = [CellGrade(notebook=nb.name, grade_id=grade.name, score=grade.score, max_score=grade.max_score,
                            auto_score=grade.auto_score)
                  for nb in submission.notebooks for grade in nb.grades]
+        return float(submission.score), float(submission.max_score), cells
+
+
+def _finish_feedback(pages: Path, outcomes: list[CheckResult]) -> None:
+    """The checks' table and state traces at the top of each feedback page, then a security policy first in every
+    page (``inert_feedback_pages``)."""
     if outcomes:
-        add_summary_to_feedback(course / "feedback" / student / lab, outcomes)
-    inert_feedback_pages(course / "feedback" / student / lab)  # a security policy first in every page
+        add_summary_to_feedback(pages, outcomes)
+    inert_feedback_pages(pages)
+
+
+def _status(timeouts: list[str], cell_timeout: float, outcomes: list[CheckResult]) -> tuple[Status, str]:
+    """Graded, or timed out in some cells (the others still count); and why points are missing."""
+    status, detail = Status.GRADED, ""
     if timeouts:
         status = Status.TIMED_OUT
-        detail = f"stopped after {config.Execute.timeout} s in: {', '.join(timeouts)} (other cells graded)"
-    else:
-        status, detail = Status.GRADED, ""
-    detail = "; ".join(d for d in (detail, summary_detail(outcomes)) if d)
-    return WorkerReport(status=status, score=score, max_score=max_score, detail=detail, cells=cells,
-                        checks=outcomes, **timings)
+        detail = f"stopped after {cell_timeout} s in: {', '.join(timeouts)} (other cells graded)"
+    return status, "; ".join(d for d in (detail, summary_detail(outcomes)) if d)
 
 
 @contextmanager
