@@ -41,6 +41,7 @@ class Part:
     points: float
     outcome: Outcome = NOT_RUN
     message: str = ""      # why it did not pass
+    earned: float = 0.0    # the points nbgrader would give the cell's run
     cell: str = ""         # the cell that failed: a grade_id, or "cell N"
 
 
@@ -80,9 +81,24 @@ def _name(cell, index: int) -> str:
 
 
 def is_test_cell(cell) -> bool:
-    """An autograded test cell (graded, code, not an answer cell)."""
-    meta = _meta(cell)
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+    """An autograded test cell (graded, code, not an answer cell), as nbgrader tells them."""
+    from nbgrader.utils import is_grade, is_solution
+
+    return cell.get("cell_type") == "code" and bool(is_grade(cell)) and not is_solution(cell)
+
+
+def _nbgrader_score(cell, points: float) -> tuple[float, str]:
+    """(points, why not all) nbgrader's own scoring gives a test cell that ran without an error: all of them, or the
+    partial credit a number the cell ends with asks for (``nbgrader.utils.determine_grade``)."""
+    from nbgrader.utils import determine_grade
+
+    try:
+        earned, _ = determine_grade(cell)
+    except ValueError as err:  # a value above the cell's points: nbgrader refuses the cell
+        return 0.0, f"nbgrader cannot score this cell: {err}"
+    earned = points if earned is None else float(earned)
+    return earned, "" if earned >= points else \
+        f"the cell's value gives {earned:g} of {points:g} points (nbgrader reads it as partial credit)"
 
 
 def error_line(output: dict) -> str:
@@ -149,7 +165,9 @@ def parts_of(nb, *, cell_timeout_s: float | None = None, stopped: tuple[str, str
             else:
                 part.message = "not reached: the notebook stopped before this cell" if reached_stop else "did not run"
         elif failure is None:
-            part.outcome, upstream = PASSED, None
+            part.earned, why = _nbgrader_score(cell, part.points)
+            part.outcome, upstream = (FAILED, upstream) if why else (PASSED, None)
+            part.message, part.cell = why, part.grade_id if why else ""
         elif failure[0] == "timeout":
             part.outcome, part.cell = TIMED_OUT, part.grade_id
             part.message = f"still running after {cell_timeout_s or 'the per-cell limit'} s, then interrupted"
@@ -293,7 +311,7 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
         rows.append([part.grade_id, _points(part.points), text, part.cell])
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    earned = sum(p.points for p in result.parts if p.outcome == PASSED)
+    earned = sum(p.earned for p in result.parts)
     total = sum(p.points for p in result.parts)
     todo = sum(p.outcome != PASSED for p in result.parts)
     lines += ["", f"Visible tests: {_points(earned)} of {_points(total)} points pass"

@@ -110,6 +110,24 @@ def test_a_run_stopped_at_the_whole_notebook_limit():
     assert all(p.outcome == NOT_RUN and "not reached" in p.message for p in parts[1:])
 
 
+def test_a_test_cell_is_scored_by_nbgrader_itself_partial_credit_included():
+    """A test cell that ends with a number gets that many points from nbgrader (``determine_grade``): the self-check
+    scores it the same way, instead of calling every cell without an error passed."""
+    def value(text):
+        return new_output("execute_result", data={"text/plain": text}, execution_count=1)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_cell("score_part()", "test_partial", test=True, points=2, outputs=[value("0.5")]),
+                _cell("score_part()", "test_too_much", test=True, points=1, outputs=[value("3")]),
+                _cell("'fine'", "test_text", test=True, points=1, outputs=[value("'fine'")])]
+    parts = {p.grade_id: p for p in parts_of(nb)}
+    assert (parts["test_partial"].outcome, parts["test_partial"].earned) == (FAILED, 0.5)
+    assert "0.5 of 2 points" in parts["test_partial"].message and parts["test_partial"].cell == "test_partial"
+    assert (parts["test_too_much"].outcome, parts["test_too_much"].earned) == (FAILED, 0.0)
+    assert (parts["test_text"].outcome, parts["test_text"].earned) == (PASSED, 1.0)
+    report = format_report(SelfCheck("lab.ipynb", Status.GRADED, list(parts.values())))
+    assert "Visible tests: 1.50 of 4 points pass; 2 part(s) to fix." in report
+
+
 def test_error_lines():
     assert error_line({"ename": "ValueError", "evalue": "bad\nsecond line"}) == "ValueError: bad"
     assert error_line({"ename": "AssertionError", "evalue": ""}) == "AssertionError (an assert without a message)"
