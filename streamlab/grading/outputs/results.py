@@ -254,35 +254,45 @@ ROSTER_COLUMNS = ["id", "name", "email", "section"]
 NO_SUBMISSION = "no submission"
 
 
-def write_csv(path: Path, results: list[Result], roster=None) -> None:
-    """Write grades.csv (one row per student, sorted by student) atomically, through a temporary file of
-    its own (whatever else lies in the folder). With ``roster`` (a ``roster.Matched``), each row also gets
-    the student's id, name, e-mail and section, and the roster's students without a submission get a row
-    of their own (status ``no submission``, no score). Every cell is ``spreadsheet_safe``: ids, names, details
-    and file names come from students and rosters."""
+def write_atomically(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` so that a reader never sees half a file: through a temporary file of its own in
+    the same folder (whatever else lies there), made readable by all, then renamed over ``path``."""
     import os
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=".grades-", suffix=".csv.tmp", dir=path.parent)
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(CSV_COLUMNS + (ROSTER_COLUMNS if roster is not None else []))
-            for r in sorted(results, key=lambda r: r.student):
-                row = [r.student, format_points(r.score), format_points(r.max_score), r.status_text,
-                       f"{r.seconds:.1f}", r.detail, r.file]
-                if roster is not None:
-                    who = roster.found.get(r.student)
-                    row += [who.id, who.name, who.email, who.section] if who else ["", "", "", ""]
-                writer.writerow(safe_row(row))
-            max_score = max((r.max_score for r in results), default=0.0)
-            for who in (roster.missing if roster is not None else []):
-                writer.writerow(safe_row(["", "", format_points(max_score), NO_SUBMISSION, "",
-                                          "in the roster; no submission in the folder", who.file,
-                                          who.id, who.name, who.email, who.section]))
+            handle.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
+
+def write_csv(path: Path, results: list[Result], roster=None) -> None:
+    """Write grades.csv (one row per student, sorted by student), atomically (``write_atomically``). With
+    ``roster`` (a ``roster.Matched``), each row also gets the student's id, name, e-mail and section, and the
+    roster's students without a submission get a row of their own (status ``no submission``, no score). Every
+    cell is ``spreadsheet_safe``: ids, names, details and file names come from students and rosters."""
+    import io
+
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow(CSV_COLUMNS + (ROSTER_COLUMNS if roster is not None else []))
+    for r in sorted(results, key=lambda r: r.student):
+        row = [r.student, format_points(r.score), format_points(r.max_score), r.status_text,
+               f"{r.seconds:.1f}", r.detail, r.file]
+        if roster is not None:
+            who = roster.found.get(r.student)
+            row += [who.id, who.name, who.email, who.section] if who else ["", "", "", ""]
+        writer.writerow(safe_row(row))
+    max_score = max((r.max_score for r in results), default=0.0)
+    for who in (roster.missing if roster is not None else []):
+        writer.writerow(safe_row(["", "", format_points(max_score), NO_SUBMISSION, "",
+                                  "in the roster; no submission in the folder", who.file,
+                                  who.id, who.name, who.email, who.section]))
+    write_atomically(path, handle.getvalue())

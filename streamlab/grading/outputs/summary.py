@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import html
 import io
-import os
 import re
 import statistics
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from .feedback import make_inert
-from .results import Result, Status, format_points
+from .results import Result, Status, format_points, write_atomically
 
 
 @dataclass
@@ -251,10 +249,4 @@ def write_summary(out: Path, lab: str, students: list[str] | None = None, runs: 
     summary.skipped_files = unreadable
     summary.runs = list(runs or [])
     summary.roster = roster
-    path = Path(out) / "summary.html"
-    fd, tmp = tempfile.mkstemp(prefix=".summary-", suffix=".html.tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(render(summary))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    return write_atomically(Path(out) / "summary.html", render(summary))

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from ...stack.paths import project_root
 from ..labs import solutions_dir
+from ..outputs.results import write_atomically
 
 RUN_FILE = "run.json"      # one grading run (a shard, or the whole folder)
 RUNS_FILE = "runs.json"    # a merged output: the runs that made it
@@ -109,21 +108,7 @@ class RunRecord:
         return cls(**data)
 
     def write(self, out: Path) -> Path:
-        return write_json(Path(out) / RUN_FILE, self.to_json())
-
-
-def write_json(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (a reader never sees half a file)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        return write_atomically(Path(out) / RUN_FILE, self.to_json())
 
 
 def read_runs(out: Path) -> list[RunRecord]:
@@ -141,7 +126,7 @@ def read_runs(out: Path) -> list[RunRecord]:
 
 
 def write_runs(out: Path, runs: list[RunRecord]) -> Path:
-    return write_json(Path(out) / RUNS_FILE, json.dumps([asdict(r) for r in runs], indent=1, sort_keys=True))
+    return write_atomically(Path(out) / RUNS_FILE, json.dumps([asdict(r) for r in runs], indent=1, sort_keys=True))
 
 
 def describe_runs(runs: list[RunRecord]) -> str:
