@@ -27,7 +27,8 @@ from pathlib import Path
 
 from .grading import add_grade_command
 from .grading.cli import parse_grade_tool
-from .grading.sandbox.box import enforced_limits, unavailable_reason
+from .grading.sandbox.box import unavailable_reason
+from .grading.sandbox.limits import enforced_limits
 from .site import build as site_build
 from .site.mermaid import MermaidError
 from .stack import broker, cluster, console, jars, jupyter, jvm_archives, kafka, make_archives

@@ -19,7 +19,8 @@ from .run.merge import merge
 from .run.runinfo import describe_runs, read_runs
 from .run.shards import WHOLE, Shard, select
 from .run.submissions import find_submissions
-from .sandbox.box import Limits, not_enforced_here
+from .sandbox.box import not_enforced_here
+from .sandbox.limits import Limits
 from .selfcheck import format_report, run_selfcheck
 
 

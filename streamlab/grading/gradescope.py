@@ -37,7 +37,8 @@ from .outputs.results import CheckResult, Outcome, Result, Status
 from .release import IGNORED  # what a release leaves out of the package, the autograder too
 from .run.grader import Grader
 from .run.submissions import SubmissionRefused, find_submissions, read_submitted_file
-from .sandbox.box import Limits, not_enforced_here, unavailable_reason
+from .sandbox.box import not_enforced_here, unavailable_reason
+from .sandbox.limits import Limits
 
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's four settings
 SUBMISSION_ID = "submission"  # the one student's id in the grader's run

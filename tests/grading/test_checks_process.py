@@ -80,7 +80,8 @@ def test_checks_that_cannot_start_are_replaced_once_then_broken(tmp_path):
 
 
 def test_in_their_sandbox_the_checks_read_the_student_data_and_cannot_change_it(tmp_path):
-    from streamlab.grading.sandbox.box import Limits, Sandbox, unavailable_reason
+    from streamlab.grading.sandbox.box import Sandbox, unavailable_reason
+    from streamlab.grading.sandbox.limits import Limits
     from streamlab.stack.kafka import bootstrap_servers
 
     if unavailable_reason():

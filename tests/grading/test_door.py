@@ -7,7 +7,7 @@ import time
 
 from test_kafka_requests import create_topics
 
-from streamlab.grading.sandbox.box import KafkaDoor
+from streamlab.grading.sandbox.door import KafkaDoor
 from streamlab.grading.sandbox.kafka_requests import TopicBudget
 
 

@@ -42,7 +42,8 @@ import pytest
 from intruders import Listener, notebook_name, topic_with_records, with_attack
 
 from streamlab import grading
-from streamlab.grading.sandbox.box import enforced_limits, unavailable_reason
+from streamlab.grading.sandbox.box import unavailable_reason
+from streamlab.grading.sandbox.limits import enforced_limits
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]

@@ -17,6 +17,7 @@ from intruders import Listener
 
 from streamlab.grading.sandbox import box as sb
 from streamlab.grading.sandbox.isolation import submission_topic_prefix
+from streamlab.grading.sandbox.limits import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 WHY_NOT = sb.unavailable_reason()
@@ -32,7 +33,7 @@ def broker():
     listener.close()
 
 
-def make_box(tmp_path: Path, broker: Listener, limits: sb.Limits | None = None) -> sb.Sandbox:
+def make_box(tmp_path: Path, broker: Listener, limits: Limits | None = None) -> sb.Sandbox:
     work = tmp_path / "work"
     env = {"STREAMLAB_DATA_DIR": str(work / "data"), "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{broker.port}",
            "STREAMLAB_TOPIC_PREFIX": "t-"}
@@ -177,7 +178,7 @@ def test_the_graders_processes_are_invisible_and_everything_inside_dies_with_it(
 
 @needs_root
 def test_limits_are_enforced_and_named(tmp_path, broker):
-    box = make_box(tmp_path, broker, sb.Limits(memory_mb=300, processes=64, cpu_seconds=5, disk_mb=20))
+    box = make_box(tmp_path, broker, Limits(memory_mb=300, processes=64, cpu_seconds=5, disk_mb=20))
     try:
         if not box.cgroups.dirs.keys() >= {"memory", "pids", "cpuacct"}:
             pytest.skip("this machine's control groups cannot be written: memory, process and CPU limits need them")
@@ -195,7 +196,7 @@ def test_limits_are_enforced_and_named(tmp_path, broker):
 
 @needs_root
 def test_cpu_time_is_watched_on_the_whole_group(tmp_path, broker):
-    box = make_box(tmp_path, broker, sb.Limits(cpu_seconds=3))
+    box = make_box(tmp_path, broker, Limits(cpu_seconds=3))
     try:
         if "cpuacct" not in box.cgroups.dirs:
             pytest.skip("this machine's control groups cannot be written: the CPU limit needs them")

@@ -36,8 +36,9 @@ from ..labs import GradingError, generate_from_solutions, solutions_dir
 from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
 from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
 from ..outputs.summary import write_summary
-from ..sandbox.box import Limits, remove_control_groups, unavailable_reason, unmount
+from ..sandbox.box import unavailable_reason
 from ..sandbox.isolation import delete_prefixed_topics, kill_tagged, submission_environment
+from ..sandbox.limits import Limits, remove_control_groups, unmount
 from ..sandbox.tenancy import sandbox_servers
 from ..workers.context import SubmissionContext
 from ..workers.hidden import checks_file, checks_work, file_sha256

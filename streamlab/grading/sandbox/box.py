@@ -28,41 +28,31 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from ...stack.java import find_java
 from ...stack.paths import PACKAGE_DIR, cache_dir
 from ..bounds import FOLDER_DEPTH, bounded_kernel_client
-from .boot import close_both, pump
-from .kafka_requests import RefusedRequest, TopicBudget, read_frame
+from .door import KafkaDoor
+from .kafka_requests import TopicBudget
+from .limits import (
+    ControlGroups,
+    Limits,
+    cgroup_name,
+    enforced_limits,
+    is_root,
+    mount_limited,
+    unmount,
+)
 
 KERNEL_NAME = "streamlab-sandbox"
-CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandbox gets a group in
-
-
-@dataclass
-class Limits:
-    """What one submission may use. Defaults fit every lab's reference solution with room to spare
-    (each result records what its submission used: ``usage`` in ``OUT/results/<student>.json``)."""
-    memory_mb: int = 4096        # the kernel, Spark's JVM, its Python workers and the work folder's files
-    processes: int = 1024        # processes and threads (a Spark JVM alone runs ~200 threads)
-    cpu_seconds: int = 900       # CPU time of all its processes together (besides the wall-clock limit):
-                                 # measured on the control group while it runs; each process is also
-                                 # stopped by the kernel at twice this (a backstop, and without groups)
-    disk_mb: int = 1024          # the work folder: checkpoints, Spark's files, HOME and /tmp
-
-    def describe(self) -> str:
-        return (f"memory {self.memory_mb} MB, {self.processes} processes/threads, "
-                f"CPU {self.cpu_seconds} s, disk {self.disk_mb} MB")
 
 
 def bwrap() -> str | None:
@@ -100,276 +90,6 @@ def _namespaces() -> list[str]:
     if os.geteuid() != 0:
         flags.insert(0, "--unshare-user")  # unprivileged: a user namespace makes the others possible
     return flags
-
-
-# ----------------------------------------------------------------------------- control groups
-
-def _own_cgroup_dir(controller: str) -> Path | None:
-    """This process's cgroup v1 folder for ``controller``, if this machine has one we may write."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            folder = Path("/sys/fs/cgroup") / controller / path.lstrip("/")
-            if folder.is_dir() and os.access(folder, os.W_OK):
-                return folder
-    return None
-
-
-class ControlGroups:
-    """The submission's memory and pids control groups (cgroup v1), when this machine lets the grader
-    make them; everything the sandbox starts is in them, so the grader finds it, kills it and reads
-    whether a limit was hit."""
-
-    def __init__(self, name: str, limits: Limits, *, create: bool = True):
-        self.limits = limits
-        self.dirs: dict[str, Path] = {}
-        if os.geteuid() != 0:
-            return
-        for controller in CONTROLLERS:
-            parent = _own_cgroup_dir(controller)
-            if parent is None:
-                continue
-            folder = parent / name
-            if not create:  # the groups a sandbox made earlier, if they are still there
-                if folder.is_dir():
-                    self.dirs[controller] = folder
-                continue
-            try:
-                folder.mkdir()
-                if controller == "memory":
-                    (folder / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 1024 * 1024))
-                    swap = folder / "memory.memsw.limit_in_bytes"
-                    if swap.exists():
-                        swap.write_text(str(limits.memory_mb * 1024 * 1024))
-                elif controller == "pids":
-                    (folder / "pids.max").write_text(str(limits.processes))
-                self.dirs[controller] = folder
-            except OSError:
-                shutil.rmtree(folder, ignore_errors=True)
-
-    @property
-    def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
-
-    def pids(self) -> set[int]:
-        found = set()
-        for folder in self.dirs.values():
-            try:
-                found |= {int(p) for p in (folder / "cgroup.procs").read_text().split()}
-            except OSError:
-                pass
-        return found
-
-    def _read_int(self, controller: str, file: str) -> int | None:
-        folder = self.dirs.get(controller)
-        try:
-            return int((folder / file).read_text()) if folder is not None else None
-        except (OSError, ValueError):
-            return None
-
-    def cpu_seconds(self) -> float | None:
-        """CPU time of every process the group has held (None without a cpuacct group)."""
-        nanoseconds = self._read_int("cpuacct", "cpuacct.usage")
-        return None if nanoseconds is None else nanoseconds / 1e9
-
-    def peak_memory_mb(self) -> int | None:
-        peak = self._read_int("memory", "memory.max_usage_in_bytes")
-        return None if peak is None else round(peak / 2**20)
-
-    def hits(self) -> list[str]:
-        """The limits this group ran into, each named with its setting."""
-        hit = []
-        memory, pids = self.dirs.get("memory"), self.dirs.get("pids")
-        if memory is not None and _counter(memory / "memory.oom_control", "oom_kill") > 0:
-            hit.append(f"memory ({self.limits.memory_mb} MB)")
-        if pids is not None and _counter(pids / "pids.events", "max") > 0:
-            hit.append(f"processes ({self.limits.processes} processes and threads)")
-        if (self.cpu_seconds() or 0) >= self.limits.cpu_seconds:
-            hit.append(f"CPU time ({self.limits.cpu_seconds} s)")
-        return hit
-
-    def kill_all(self, timeout_s: float = 10) -> int:
-        """Kill every process in the groups (again and again, until none is left)."""
-        killed: set[int] = set()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            pids = self.pids() - {os.getpid()}
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.add(pid)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.05)
-        return len(killed)
-
-    def remove(self) -> None:
-        for folder in self.dirs.values():
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
-
-
-def enforced_limits() -> set[str]:
-    """The limits this machine lets the grader enforce and name: memory, processes and CPU time need
-    writable control groups (root); disk needs root (a size-limited tmpfs)."""
-    found = {"disk"} if _is_root() else set()
-    if _is_root():
-        found |= {name for name, controller in zip(("memory", "processes", "CPU time"), CONTROLLERS)
-                  if _own_cgroup_dir(controller) is not None}
-    return found
-
-
-def cgroup_name(work: Path) -> str:
-    """The control groups' name for the sandbox whose work folder is ``work``."""
-    return f"streamlab-{Path(work).name}"
-
-
-def remove_control_groups(work: Path) -> None:
-    """Kill what is left in the control groups of ``work``'s sandbox and remove them (after a worker
-    that was killed could not)."""
-    groups = ControlGroups(cgroup_name(work), Limits(), create=False)
-    groups.kill_all()
-    groups.remove()
-
-
-def _counter(path: Path, name: str) -> int:
-    """The value of line ``name N`` in a cgroup file such as memory.oom_control (0 if absent)."""
-    try:
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == name:
-                return int(value)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-# ----------------------------------------------------------------------------- the work folder
-
-def _is_root() -> bool:
-    return os.geteuid() == 0
-
-
-FILES_PER_MB = 64  # the work folder's files (inodes): a lab's reference leaves ~2,000; 65,536 in 1 GB
-
-
-def mount_limited(folder: Path, size_mb: int, uid: int) -> bool:
-    """Make ``folder`` a tmpfs of ``size_mb`` (and ``FILES_PER_MB`` files a MB) owned by ``uid`` (root only);
-    False where that cannot be done. The file count bounds what the grader walks through afterwards."""
-    if not _is_root():
-        return False
-    options = f"size={size_mb}m,nr_inodes={size_mb * FILES_PER_MB},mode=0700,uid={uid},gid={uid},nosuid,nodev"
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options,
-                           "streamlab-sandbox", str(folder)], capture_output=True)
-    return done.returncode == 0
-
-
-def unmount(folder: Path) -> None:
-    if os.path.ismount(folder):
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
-
-
-# ----------------------------------------------------------------------------- the Kafka door
-
-DOOR_CONNECTIONS = 64  # open at once, per sandbox (a lab's Spark query and clients use ~10)
-
-
-class KafkaDoor:
-    """The sandbox's only way out: a socket file; each connection to it is joined to a connection the
-    grader opens to Kafka (``open_outer``: plain TCP to the broker, or, with a principal, an
-    authenticated one to its SANDBOX listener: see ``tenancy``).
-
-    Inside, ``boot`` listens on the broker's ports on loopback and joins each connection to the
-    socket file, so a Kafka client inside uses the same ``host:port`` as outside. At most
-    ``max_connections`` are open at once (each costs the grader two threads and the broker a descriptor):
-    one more is closed at once, and counted in ``refused``.
-    """
-
-    def __init__(self, path: Path, open_outer, *, max_connections: int = DOOR_CONNECTIONS,
-                 budget: TopicBudget | None = None):
-        self.path = Path(path)
-        self.open_outer = open_outer
-        self.max_connections = max_connections
-        self.budget = budget  # the topics and partitions the sandbox may create (see ``kafka_requests``)
-        self.refusals: list[str] = []  # why requests were refused
-        self.open = 0       # connections joined now
-        self.peak = 0       # the most joined at once
-        self.refused = 0    # connections closed because ``max_connections`` were open
-        self._lock = threading.Lock()
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(str(self.path))
-        os.chmod(self.path, 0o777)  # the sandbox's user connects to it
-        self.server.listen(64)
-        self._closed = False
-        self._thread = threading.Thread(target=self._accept, daemon=True, name="kafka-door")
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                inner, _ = self.server.accept()
-            except OSError:
-                return
-            with self._lock:
-                admitted = self.open < self.max_connections
-                self.open += admitted
-                self.peak = max(self.peak, self.open)
-                self.refused += not admitted
-            if not admitted:
-                inner.close()
-                continue
-            threading.Thread(target=self._open, args=(inner,), daemon=True).start()
-
-    def _release(self) -> None:
-        with self._lock:
-            self.open -= 1
-
-    def _open(self, inner: socket.socket) -> None:
-        try:
-            outer = self.open_outer()
-            outer.settimeout(None)
-        except Exception as err:  # noqa: BLE001 - the client inside sees a closed connection
-            print(f"kafka door: could not open a connection to Kafka: {type(err).__name__}: {err}", file=sys.stderr)
-            inner.close()
-            self._release()
-            return
-        back = threading.Thread(target=pump, args=(outer, inner), daemon=True)  # Kafka -> the sandbox
-        back.start()
-        try:
-            self._forward_requests(inner, outer)  # the sandbox -> Kafka, in this thread; either end closes both
-            back.join()
-        finally:
-            self._release()
-
-    def _forward_requests(self, inner: socket.socket, outer: socket.socket) -> None:
-        """Pass the sandbox's requests on one frame at a time, each within ``MAX_REQUEST_BYTES`` and
-        the topic budget; at the first refused one, close the connection."""
-        try:
-            while (frame := read_frame(inner)) is not None:
-                why = self.budget.admit(frame) if self.budget is not None else None
-                if why is not None:
-                    self.refusals.append(why)
-                    print(f"kafka door: refused a request: {why}", file=sys.stderr)
-                    break
-                outer.sendall(frame)
-        except OSError as err:
-            if isinstance(err, RefusedRequest):
-                self.refusals.append(str(err))
-        finally:
-            close_both(inner, outer)
-
-    def close(self) -> None:
-        self._closed = True
-        try:
-            self.server.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.server.close()
-        self.path.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------------------- the spec
@@ -446,7 +166,7 @@ def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_onl
     args += ["--ro-bind", str(spec), SPEC_INSIDE,
              "--bind", str(runtime / "kernel"), str(runtime / "kernel"), "--bind", str(work), str(work),
              "--chdir", str(work)]
-    if not _is_root():
+    if not is_root():
         args += ["--uid", str(uid), "--gid", str(uid)]
     return [*args, "--"]
 
@@ -472,18 +192,18 @@ class Sandbox:
         self.runtime = Path(tempfile.mkdtemp(prefix="streamlab-sandbox-"))
         os.chmod(self.runtime, 0o711)
         # as root: a user id of its own; otherwise 1000 inside a user namespace (the grader's own outside)
-        self.uid = 200_000 + secrets.randbelow(1_000_000) if _is_root() else 1000
+        self.uid = 200_000 + secrets.randbelow(1_000_000) if is_root() else 1000
         self.work.mkdir(parents=True, exist_ok=True)
         self.limited_disk = mount_limited(self.work, self.limits.disk_mb, self.uid)
         (self.work / "tmp").mkdir(exist_ok=True)
         os.chmod(self.work / "tmp", 0o1777)
         (self.work / "data").mkdir(exist_ok=True)  # made now: the hidden checks' sandbox binds it (read-only)
-        if _is_root():
+        if is_root():
             os.chown(self.work, self.uid, self.uid)
             os.chown(self.work / "data", self.uid, self.uid)
         kernel_dir = self.runtime / "kernel"
         kernel_dir.mkdir()
-        if _is_root():
+        if is_root():
             os.chown(kernel_dir, self.uid, self.uid)
         host, port = env["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
         ports, hosts = [int(port)], {"localhost", host}
@@ -543,7 +263,7 @@ class Sandbox:
         talks to the kernel over socket files in the folder the sandbox shares."""
         config.Execute.kernel_name = KERNEL_NAME
         config.Execute.kernel_manager_class = kernel_manager_class(
-            self.runtime / "kernel", self.uid if _is_root() else None, env=env,
+            self.runtime / "kernel", self.uid if is_root() else None, env=env,
             kernel_dirs=[str(self.runtime / "jupyter" / "kernels")])
 
     def command(self, *args: str) -> list[str]:

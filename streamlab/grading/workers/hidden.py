@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..bounds import MB
 from ..outputs.results import CheckResult
-from ..sandbox.box import Limits
+from ..sandbox.limits import Limits
 
 # What one submission's checks may use. A lab's checks peak at ~1.3 GB (their Spark driver has 1 GB of heap).
 CHECKS_LIMITS = Limits(memory_mb=3072, processes=512, cpu_seconds=600, disk_mb=1024)

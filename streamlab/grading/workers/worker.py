@@ -33,7 +33,8 @@ from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
 from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
 from ..outputs.withhold import withhold_hidden_tests
-from ..sandbox.box import Limits, Sandbox, kernel_manager_class, untrusted_folder
+from ..sandbox.box import Sandbox, kernel_manager_class, untrusted_folder
+from ..sandbox.limits import Limits
 from ..sandbox.tenancy import Principal
 from .context import SubmissionContext
 from .hidden import (
