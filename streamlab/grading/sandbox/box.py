@@ -188,6 +188,7 @@ class Sandbox:
     def __init__(self, env: dict[str, str], limits: Limits | None = None, *, principal=None,
                  sandbox_servers: str | None = None, read_only: tuple[str, ...] = ()):
         self.limits = limits or Limits()
+        self.env = dict(env)  # the submission's: what the launcher outside the box is started with
         self.work = Path(env["STREAMLAB_DATA_DIR"]).parent
         self.runtime = Path(tempfile.mkdtemp(prefix="streamlab-sandbox-"))
         os.chmod(self.runtime, 0o711)
@@ -256,14 +257,14 @@ class Sandbox:
             "interrupt_mode": "message",
         }))
 
-    def configure(self, config, env: dict[str, str]) -> None:
+    def configure(self, config) -> None:
         """Point nbgrader's Execute (a traitlets ``config``) at this sandbox: the kernelspec
         ``streamlab-sandbox`` (found in this sandbox's own folder), and a kernel manager that starts it with
-        ``env`` (the submission's environment: the launcher outside the box carries the submission's tag) and
-        talks to the kernel over socket files in the folder the sandbox shares."""
+        the submission's environment (the sandbox's ``env``: the launcher outside the box carries the
+        submission's tag) and talks to the kernel over socket files in the folder the sandbox shares."""
         config.Execute.kernel_name = KERNEL_NAME
         config.Execute.kernel_manager_class = kernel_manager_class(
-            self.runtime / "kernel", self.uid if is_root() else None, env=env,
+            self.runtime / "kernel", self.uid if is_root() else None, env=self.env,
             kernel_dirs=[str(self.runtime / "jupyter" / "kernels")])
 
     def command(self, *args: str) -> list[str]:

@@ -113,7 +113,7 @@ def run_worker(context: SubmissionContext, checks: Path | None = None, checks_sh
         if context.limits is not None:
             if principal is not None:
                 principal.allow_only(context.topic_prefix)
-            box = Sandbox(dict(context.env), Limits(**context.limits), principal=principal,
+            box = Sandbox(context.env, Limits(**context.limits), principal=principal,
                           sandbox_servers=context.sandbox_listener)
         checks_process = None
         if checks is not None:
@@ -167,7 +167,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     course, lab, student = Path(context.course), context.lab, context.student
     config = grading_config(course, context.cell_timeout, context.env)
     if box is not None:
-        box.configure(config, context.env)
+        box.configure(config)  # its kernelspec and kernel manager, with the same environment
     started, started_at = time.monotonic(), datetime.now(UTC)
     with (box.stopped_at_a_limit() if box is not None else nullcontext()):
         autograded = run_converter(Autograde, config, assignment=lab, student=student,
