@@ -11,6 +11,8 @@ its notebooks and ``tests/submissions/<lab>/``):
     l_fake              solves nothing, fakes every result from inside the kernel (fake.py) -> 0
     n_rewired           where a lab has one (rewired.py): a wrong answer made to look right by changing the
                         lab's own input from inside the kernel -> 0
+    c_swollen           where a lab has one (swollen.py): the reference answers, then a checkpoint swollen
+                        past what a check copies -> that part's points lost, with why; nothing else changes
 
 **Lab 01** also carries every kind of submission the grader must survive (the robustness run):
 
@@ -208,6 +210,9 @@ def build_outcome_submissions(lab: str) -> dict:
                  "l_fake": _answered(lab, _variant(lab, "fake").ANSWERS)}
     if "n_rewired" in _forgers(lab):
         notebooks["n_rewired"] = _answered(lab, _variant(lab, "rewired").ANSWERS)
+    if (SUBMISSIONS_DIR / lab / "swollen.py").exists():
+        notebooks["c_swollen"] = _reference(lab)
+        notebooks["c_swollen"].cells.append(_student_cell(_variant(lab, "swollen").APPEND))
     return notebooks
 
 
@@ -428,6 +433,16 @@ def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
         assert f"Your state diverged from the reference's at batch {batch}" in text
     assert reference, "every lab draws the state of its stateful parts, batch by batch"
     assert graded["lab"] != "lab02_keyed_state" or diverges, "lab02's partial diverges in a traced part"
+
+
+def test_a_swollen_checkpoint_costs_its_own_student_only(kafka_bootstrap, tmp_path_factory):
+    """Lab 03's Part B check copies the checkpoint; a student who swells it (a sparse 500 MB file) loses that part,
+    told why, before anything is copied; the students after it are graded as before."""
+    graded = _graded("lab03_state_backends", kafka_bootstrap, tmp_path_factory)
+    row, reference = _row(graded, "c_swollen"), _row(graded, "e_reference")
+    assert row["status"] == "graded" and 0 < float(row["score"]) < graded["max_score"], row
+    assert "far larger than the lab's query makes" in row["detail"], row
+    assert (reference["status"], float(reference["score"])) == ("graded", graded["max_score"]), reference
 
 
 def test_faked_results_get_zero(graded):
