@@ -5,6 +5,7 @@ import socket
 import threading
 import time
 
+import pytest
 from test_kafka_requests import create_topics
 
 from streamlab.grading.sandbox.door import KafkaDoor
@@ -45,6 +46,7 @@ def _closed(sock: socket.socket, wait_s: float = 3) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_connections_past_the_cap_are_closed_and_counted(tmp_path):
     broker = Recorder()
     door = KafkaDoor(tmp_path / "kafka.sock", broker.connect, max_connections=3)

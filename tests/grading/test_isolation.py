@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from streamlab.grading import kill_submission_processes, leftover_processes
 from streamlab.grading.sandbox.isolation import TAG, run_isolated, submission_environment, submission_topic_prefix
 
@@ -54,6 +56,7 @@ time.sleep(float(sys.argv[1]))
 """
 
 
+@pytest.mark.slow
 def test_run_isolated_stops_the_worker_at_the_limit_and_what_it_left(tmp_path):
     tag = _tag("slow")
     env = {**os.environ, TAG: tag}

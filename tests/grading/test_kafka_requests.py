@@ -418,6 +418,7 @@ def test_the_java_producers_auto_creation_is_counted_once(kafka_bootstrap, fresh
     assert kr.TopicBudget(max_topics=0, prefix="someone-else-").admit(asked[-1]) is None
 
 
+@pytest.mark.slow
 def test_a_refused_request_never_reaches_the_broker(kafka_bootstrap, fresh_topic, tmp_path):
     recorder = Recorder(kafka_bootstrap, kr.TopicBudget(max_topics=4, max_partitions=4))
     try:

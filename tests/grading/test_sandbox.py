@@ -195,6 +195,7 @@ def test_limits_are_enforced_and_named(tmp_path, broker):
 
 
 @needs_root
+@pytest.mark.slow
 def test_cpu_time_is_watched_on_the_whole_group(tmp_path, broker):
     box = make_box(tmp_path, broker, Limits(cpu_seconds=3))
     try:

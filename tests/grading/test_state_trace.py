@@ -9,6 +9,7 @@ from __future__ import annotations
 import types
 
 import pandas as pd
+import pytest
 
 from streamlab.grading.hidden_checks import TRACE_ROWS, Artifacts, check, run_checks
 from streamlab.grading.outputs.results import CheckResult, clean_traces
@@ -112,6 +113,7 @@ def test_the_feedback_block_says_where_the_state_diverged_and_draws_it():
     assert "<script>" not in page and "&lt;script&gt;" in page, "a student's key is shown, never run"
 
 
+@pytest.mark.slow
 def test_a_real_checkpoint_is_read_batch_by_batch_and_a_large_state_is_not(kafka_bootstrap, monkeypatch, tmp_path):
     """The reading itself, through Spark's state reader: the counts per key as of each batch, and a state over
     ``TRACE_ROWS`` left unread (a student's query can hold millions of keys; the checks read a bounded slice)."""

@@ -216,6 +216,7 @@ def test_a_principal_reaches_only_its_own_consumer_groups_and_transactional_ids(
 
 
 @pytest.mark.skipif(sb.unavailable_reason() is not None, reason=f"no sandbox here: {sb.unavailable_reason()}")
+@pytest.mark.slow
 def test_from_inside_the_sandbox_only_its_own_topics(principal, listener, theirs, kafka_bootstrap, tmp_path):
     prefix = f"boxed-{secrets.token_hex(3)}-"
     principal.allow_only(prefix)

@@ -12,6 +12,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from streamlab.grading.outputs.results import Status, WorkerReport
 from streamlab.grading.sandbox.isolation import TAG, leftover_processes
@@ -68,6 +69,7 @@ def test_reports_come_back_and_a_forged_one_is_ignored(tmp_path):
     assert leftover_processes(f"{RUN}-") == []
 
 
+@pytest.mark.slow
 def test_the_time_limit_stops_the_worker_and_the_students_processes(tmp_path):
     worker = _worker(tmp_path)
     try:

@@ -19,6 +19,7 @@ def _count_paths(spark, topic, ckpt, collector):
 
 
 @pytest.mark.parametrize("store", ["hdfs", "rocksdb"])
+@pytest.mark.slow
 def test_checkpoint_inspection_after_a_restart(spark, store):
     """Two runs on one checkpoint: offsets, commits and state read back match the data."""
     spark = sl.spark(state_store=store)

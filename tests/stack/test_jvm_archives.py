@@ -68,6 +68,7 @@ def test_an_archive_is_made_at_exit_then_mapped(own_cache):
     assert_only_the_programs_output(run(java, second, classpath))
 
 
+@pytest.mark.slow
 def test_new_jars_get_a_new_archive_and_the_old_one_is_ignored_silently(own_cache, tmp_path):
     java, classpath = find_java(), kafka_classpath()
     if java_version(java) >= 19:
