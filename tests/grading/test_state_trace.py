@@ -13,7 +13,7 @@ import pytest
 
 from streamlab.grading.hidden_checks import TRACE_ROWS, Artifacts, check, run_checks
 from streamlab.grading.outputs.results import CheckResult, clean_traces
-from streamlab.grading.workers.hidden import summary_html
+from streamlab.grading.outputs.verdicts import summary_html
 
 REFERENCE = {0: {"a": 1}, 1: {"a": 2, "b": 1}, 2: {"a": 3, "b": 1}}
 

@@ -32,6 +32,7 @@ from ..bounds import bounded_execute
 from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
 from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
+from ..outputs.verdicts import add_summary_to_feedback, summary_detail
 from ..outputs.withhold import withhold_hidden_tests
 from ..sandbox.box import Sandbox, kernel_manager_class, untrusted_folder
 from ..sandbox.limits import Limits
@@ -41,10 +42,8 @@ from .hidden import (
     CHECKS_LIMITS,
     ChecksBroken,
     ChecksProcess,
-    add_summary_to_feedback,
     checks_work,
     no_extra_credit,
-    summary_detail,
     unconfirmed_cells,
     withdraw_points,
 )

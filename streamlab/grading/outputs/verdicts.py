@@ -1,0 +1,103 @@
+"""The hidden checks' verdicts as people read them: a line for grades.csv (``summary_detail``) and, at the top of
+each feedback page, the block "Checked by the grader": the checks' table, and each state trace drawn (an inline
+SVG, no script) with the batch where the student's state diverged from the reference's (``add_summary_to_feedback``).
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from .results import CheckResult
+
+
+def summary_detail(outcomes: list[CheckResult]) -> str:
+    """For grades.csv: which parts the grader's checks did not confirm, and why."""
+    failed = [o for o in outcomes if not o.passed]
+    if not failed:
+        return ""
+    return "not confirmed by the grader's checks: " + "; ".join(f"{o.name} ({o.detail})" for o in failed)
+
+
+def _trace_figure(trace: dict) -> str:
+    """An inline SVG: state rows per batch, yours (blue) and the reference's (grey), the first difference in red."""
+    rows = [r for r in trace["rows"] if r["batch"] is not None]
+    if not rows:
+        return ""
+    width, height, pad = 420, 140, 28
+    top = max([1] + [r["yours"] or 0 for r in rows] + [r["reference"] or 0 for r in rows])
+    first, last = rows[0]["batch"], rows[-1]["batch"]
+
+    def x(batch):
+        return pad + (batch - first) * (width - 2 * pad) / max(1, last - first)
+
+    def y(count):
+        return height - pad - count * (height - 2 * pad) / top
+
+    def line(column, colour, dash=""):
+        points = " ".join(f"{x(r['batch']):.1f},{y(r[column]):.1f}" for r in rows if r[column] is not None)
+        return (f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+                if points else "")
+
+    reference, yours = line("reference", "#999999", ' stroke-dasharray="5,3"'), line("yours", "#2e6da4")
+    marks = ""
+    if trace["diverged_at"] is not None:
+        at = x(trace["diverged_at"])
+        marks = (f'<line x1="{at:.1f}" y1="{pad - 8}" x2="{at:.1f}" y2="{height - pad}" stroke="#c0392b"/>'
+                 f'<text x="{at + 3:.1f}" y="{pad - 10}" font-size="11" fill="#c0392b">'
+                 f'batch {trace["diverged_at"]}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            'aria-label="state rows per batch, yours and the reference">'
+            f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>'
+            f'<text x="{pad}" y="{height - 8}" font-size="11">batch {first}</text>'
+            f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">batch {last}</text>'
+            f'<text x="2" y="{pad - 10}" font-size="11">{top} rows</text>'
+            f'<text x="{width // 2}" y="{height - 8}" font-size="11" text-anchor="middle">'
+            '<tspan fill="#2e6da4">— yours</tspan>  <tspan fill="#777777">- - the reference</tspan></text>'
+            f'{reference}{yours}{marks}</svg>')
+
+
+def trace_html(trace: dict) -> str:
+    """One state trace: a sentence on where it diverged, the figure, and the table of batches."""
+    title = html.escape(trace["title"])
+    if trace["diverged_at"] is None:
+        verdict = "Your state matched the reference's after every batch."
+    else:
+        first = next((r for r in trace["rows"] if r["batch"] == trace["diverged_at"]), None)
+        why = f" ({html.escape(first['example'])})" if first and first["example"] else ""
+        verdict = f"<strong>Your state diverged from the reference's at batch {trace['diverged_at']}</strong>{why}."
+    body = "".join(
+        f"<tr><td>{r['batch']}</td><td>{'' if r['yours'] is None else r['yours']}</td><td>{r['reference']}</td>"
+        f"<td>{'' if r['differ'] is None else r['differ']}</td><td>{html.escape(r['example'])}</td></tr>"
+        for r in trace["rows"])
+    return (f'<div class="streamlab-state-trace"><h3>{title}: your state, batch by batch</h3><p>{verdict} '
+            'Read by the grader from your checkpoint as of each batch; the reference is the right state for the '
+            'records each of your batches read.</p>'
+            f'{_trace_figure(trace)}<table><tr><th>batch</th><th>your rows</th><th>reference rows</th>'
+            f'<th>keys that differ</th><th>first difference</th></tr>{body}</table></div>')
+
+
+def summary_html(outcomes: list[CheckResult]) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(o.name)}</td><td>{html.escape(', '.join(o.cells))}</td>"
+        f"<td>{o.outcome}{'' if o.passed else ': ' + html.escape(o.detail)}</td></tr>"
+        for o in outcomes)
+    traces = "".join(trace_html(t) for o in outcomes for t in o.traces)
+    return ('<div id="streamlab-hidden-checks" style="font-family:sans-serif;margin:1em 2em;padding:.5em 1em;'
+            'border:1px solid #999"><h2>Checked by the grader</h2><p>After your notebook ran, the grader '
+            'checked what each part left behind (its checkpoints and Kafka topics). A test cell earns its '
+            'points only if these checks confirm it.</p><table><tr><th>check</th><th>test cells</th>'
+            f'<th>result</th></tr>{rows}</table>{traces}</div>')
+
+
+def add_summary_to_feedback(feedback_dir: Path, outcomes: list[CheckResult]) -> None:
+    """Put the checks' table at the top of every feedback page nbgrader wrote."""
+    block = summary_html(outcomes)
+    for page in Path(feedback_dir).glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        marker = text.find("<body")
+        if marker < 0:
+            text = block + text
+        else:
+            end = text.index(">", marker) + 1
+            text = text[:end] + block + text[end:]
+        page.write_text(text, encoding="utf-8")
