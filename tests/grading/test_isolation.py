@@ -35,11 +35,21 @@ def test_topic_prefix_is_a_valid_topic_name():
     assert re.fullmatch(r"grade-1a2b-jos-m-ller-[0-9a-f]{8}-", submission_topic_prefix("grade-1a2b-José Müller"))
 
 
+def _once_started(tag: str, within_s: float = 10) -> list[str]:
+    """``leftover_processes(tag)`` once the process carrying it shows its environment. Popen returns when the
+    child's exec has begun, and Linux shows the new environment (/proc/PID/environ) a moment later: on a loaded
+    machine, a look right away can find nothing."""
+    deadline = time.monotonic() + within_s
+    while not (found := leftover_processes(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
 def test_tagged_processes_are_found_and_killed():
     tag = _tag("detached")
     proc = subprocess.Popen(["sleep", "60"], env={**os.environ, TAG: tag}, start_new_session=True)
     try:
-        assert leftover_processes(tag) == [f"{proc.pid} sleep"]
+        assert _once_started(tag) == [f"{proc.pid} sleep"]
         assert leftover_processes(_tag("other")) == []
         assert kill_submission_processes(None, tag) == 1
         proc.wait(timeout=5)
