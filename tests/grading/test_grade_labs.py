@@ -5,8 +5,8 @@ its notebooks and ``tests/submissions/<lab>/``):
 
     e_reference         the reference answers -> full marks
     f_blank             the released notebook as students get it -> 0
-    d_alternative_...   a correct solution written differently (alternative.py) -> full marks
-    m_numpy             the alternative, its functions returning numpy numbers and booleans -> full marks
+    d_alternative_...   a correct solution written differently (alternative.py), its functions returning numpy
+                        numbers and booleans where the reference returns Python ones -> full marks
     k_partial           some parts solved (partial.py) -> its EXPECTED_SCORE
     l_fake              solves nothing, fakes every result from inside the kernel (fake.py) -> 0
     n_rewired           where a lab has one (rewired.py): a wrong answer made to look right by changing the
@@ -188,7 +188,8 @@ def _as_numpy(function):
 
 def _numpy_alternative(lab: str):
     """The alternative solution, its functions returning numpy numbers and booleans (issue: a correct answer
-    computed with pandas lost points when its numbers reached the grader as text)."""
+    computed with pandas lost points when its numbers reached the grader as text). One submission shows both: an
+    answer written differently, and answers as numpy values, get full marks (the reference shows Python values)."""
     nb = _alternative(lab)
     for cell in grading.answer_cells(nb):
         names = re.findall(r"^def (\w+)\(", cell.source, flags=re.M)
@@ -203,9 +204,8 @@ def _forgers(lab: str) -> list[str]:
 
 
 def build_outcome_submissions(lab: str) -> dict:
-    """The six submissions every lab is graded on, and its rewired input where it has one."""
-    notebooks = {"e_reference": _reference(lab), "f_blank": _released(lab),
-                 "d_alternative": _alternative(lab), "m_numpy": _numpy_alternative(lab),
+    """The five submissions every lab is graded on, and its rewired and swollen ones where it has them."""
+    notebooks = {"e_reference": _reference(lab), "f_blank": _released(lab), "d_alternative": _numpy_alternative(lab),
                  "k_partial": _answered(lab, _variant(lab, "partial").ANSWERS),
                  "l_fake": _answered(lab, _variant(lab, "fake").ANSWERS)}
     if "n_rewired" in _forgers(lab):
@@ -240,7 +240,7 @@ def build_submissions(lab: str, folder: Path) -> dict[str, Path]:
     nb.cells.insert(_first_code_index(nb) + 1, _student_cell(CRASH))
     notebooks["c_crash"] = nb
 
-    nb = _alternative(lab)
+    nb = _numpy_alternative(lab)
     nb.cells.append(_student_cell(LEAK))
     notebooks["d_alternative_leaky"] = nb
 
@@ -390,16 +390,14 @@ def test_blank_lab_gets_zero(graded):
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
 
 
-def test_alternative_solution_gets_full_marks(graded):
+def test_alternative_solution_with_numpy_answers_gets_full_marks(graded):
+    """Written differently from the reference, and returning numpy numbers and booleans where it returns Python
+    ones: still correct."""
     name = "d_alternative_leaky" if graded["lab"] == ROBUSTNESS_LAB else "d_alternative"
     row = _row(graded, name)
     assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
-
-
-def test_answers_as_numpy_values_get_full_marks(graded):
-    """The alternative again, with numpy numbers and booleans where it returned Python ones: still correct."""
-    row = _row(graded, "m_numpy")
-    assert (row["status"], float(row["score"])) == ("graded", graded["max_score"]), row
+    source = "".join(c.source for c in nbformat.read(graded["paths"][name], as_version=4).cells)
+    assert "_as_numpy(" in source, "the alternative's functions return numpy values"
 
 
 def test_partial_solution_gets_partial_marks(graded):
