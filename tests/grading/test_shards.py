@@ -53,3 +53,19 @@ def test_nbgrader_layout_shards_by_the_students_folder():
     nested = Submission("ana", {"lab": Path("/subs/ana/lab01/lab01.ipynb")}, Path("/subs/ana/lab01"))
     assert shard_key(nested) == "ana"
     assert shard_key(_flat("ana")) == "ana.ipynb"
+
+
+def test_the_graders_version_hashes_every_wing_of_the_grading_package(tmp_path, monkeypatch):
+    """Shards graded by different grading code must not merge: a change in any wing (here the sandbox's) changes the
+    version run.json records, not only a change beside runinfo.py."""
+    import shutil
+
+    from streamlab.grading.run import runinfo
+
+    copy = tmp_path / "grading"
+    shutil.copytree(runinfo.grading_package(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(runinfo, "grading_package", lambda: copy)
+    before = runinfo.grader_version()
+    box = copy / "sandbox" / "box.py"
+    box.write_text(box.read_text() + "\n# changed\n")
+    assert runinfo.grader_version() != before

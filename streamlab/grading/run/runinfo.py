@@ -36,8 +36,14 @@ def lab_fingerprint(lab: str) -> tuple[str, str | None]:
     return digest.hexdigest(), (hashlib.sha256(checks.read_bytes()).hexdigest() if checks.is_file() else None)
 
 
+def grading_package() -> Path:
+    """streamlab/grading/, every wing of it: what the grader's version hashes."""
+    return Path(__file__).resolve().parents[1]
+
+
 def grader_version() -> str:
-    """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, grading code 1a2b3c4d5e6f``."""
+    """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, grading code 1a2b3c4d5e6f`` (a hash of every module
+    of the grading package, in all its wings)."""
     from importlib.metadata import PackageNotFoundError, version
 
     def of(name: str) -> str:
@@ -47,8 +53,9 @@ def grader_version() -> str:
             return "?"
 
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(path.name.encode())
+    package = grading_package()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
         digest.update(path.read_bytes())
     return f"streamlab {of('streamlab')}, nbgrader {of('nbgrader')}, grading code {digest.hexdigest()[:12]}"
 
