@@ -112,19 +112,15 @@ def _dedup_remembered_after(ckpt, topic: str) -> dict[int, dict]:
     """{batch: {event id: True}}: the ids a right de-duplicator remembers after each committed batch. Batch b reads
     the sends up to its end with the watermark the batches before it moved (their latest send minus the delay);
     an id is remembered from its first send until the batch whose watermark reaches its window's close."""
-    sends, ends = _dedup_input(), _batch_ends(ckpt, topic)
-    committed = set(ckpt.commits()["batch"])
-    closes, after, latest, start = {}, {}, None, 0
-    for batch in sorted(b for b in ends if b in committed):
+    closes, after, latest = {}, {}, None
+    for batch, chunk in _read_by_batch(ckpt, topic, _dedup_input()):
         watermark = latest - DEDUP_WATERMARK_DELAY if latest is not None else None
-        chunk = sends[start:ends[batch]]
         for send in chunk:
             closes.setdefault(send["event_id"], _when(send["ts"]) + timedelta(milliseconds=RESEND_MS))
         after[batch] = {e: True for e, t in closes.items() if watermark is None or t > watermark}
         if chunk:
             newest = max(_when(s["ts"]) for s in chunk)
             latest = newest if latest is None else max(latest, newest)
-        start = ends[batch]
     return after
 
 
@@ -170,6 +166,17 @@ def dedup_state(run):
 
 def _pages_input():
     return clicks(60, seed=22)
+
+
+def _read_by_batch(ckpt, topic: str, sent: list) -> list[tuple[int, list]]:
+    """(batch, what it read of ``sent``) for each committed batch, in order, cut by the one-partition input topic's
+    offsets (a batch without data, such as the last one, reads nothing)."""
+    ends, committed = _batch_ends(ckpt, topic), set(ckpt.commits()["batch"])
+    read, start = [], 0
+    for batch in sorted(b for b in ends if b in committed):
+        read.append((batch, sent[start:ends[batch]]))
+        start = ends[batch]
+    return read
 
 
 def _batch_ends(ckpt, topic: str) -> dict[int, int]:
@@ -244,15 +251,11 @@ def _alarms_expected(ckpt, topic: str):
     Spark first calls handleInputRows for every sensor with readings (a `back` if its alarm was out; its deadline
     moves to its latest reading + SILENT_MS), then fires the timers whose deadline the watermark has reached
     (a `silent`, and no new timer)."""
-    readings = _alarms_input()
-    ends = _batch_ends(ckpt, topic)
-    committed = set(ckpt.commits()["batch"])
     deadlines, alarmed, messages = {}, {}, []
     out_after = {}  # {batch: {sensor: True}}: whose alarm is out after each batch
-    latest, start = None, 0
-    for batch in sorted(b for b in ends if b in committed):
+    latest = None
+    for batch, chunk in _read_by_batch(ckpt, topic, _alarms_input()):
         watermark = latest - ALARM_WATERMARK_DELAY_MS if latest is not None else 0
-        chunk = readings[start:ends[batch]]
         times = {}
         for r in chunk:
             times.setdefault(r["sensor"], []).append(_ms(r["ts"]))
@@ -267,7 +270,6 @@ def _alarms_expected(ckpt, topic: str):
                 messages.append((batch, sensor, "silent", due - SILENT_MS, due))
         if chunk:
             latest = max([latest or 0] + [_ms(r["ts"]) for r in chunk])
-        start = ends[batch]
         out_after[batch] = {sensor: True for sensor in alarmed}
     return messages, deadlines, alarmed, out_after
 
