@@ -129,12 +129,11 @@ def bootstrap_counts(run):
     _savepoint(run)
     v2 = _v2(run)
     got = _requests(state_variable(v2, "requests", run.spark()))
-    expected = {(p, V0_METHOD): n for p, n in _counts(EARLY + LATE).items()}
-    expected.update(Counter((r["path"], r["method"]) for r in AFTER))
+    from_v0 = {(p, V0_METHOD): n for p, n in _counts(EARLY + LATE).items()}
+    expected = {**from_v0, **Counter((r["path"], r["method"]) for r in AFTER)}
     at_savepoint = Counter((r["path"], r["method"]) for r in EARLY + LATE)
     run.trace_state("Part B, requests ((path, method) -> requests)", v2,
-                    {b: {(p, V0_METHOD): n for p, n in _counts(EARLY + LATE).items()}
-                     | dict(Counter((r["path"], r["method"]) for r in read) - at_savepoint)
+                    {b: from_v0 | dict(Counter((r["path"], r["method"]) for r in read) - at_savepoint)
                      for b, read in run.inputs_by_batch(v2, TOPIC).items()}, _requests, stateVarName="requests")
     v0_part = {k: n for k, n in got.items() if k[1] == V0_METHOD}
     assert v0_part == {k: n for k, n in expected.items() if k[1] == V0_METHOD}, \
