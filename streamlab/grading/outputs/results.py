@@ -75,7 +75,7 @@ def _int_or_none(value):
 def clean_traces(traces) -> list[dict]:
     """State traces as a check sent them, kept to their shape and size (ints, short strings, 40 batches)."""
     kept = []
-    for trace in traces if isinstance(traces, list | tuple) else []:
+    for trace in traces if isinstance(traces, list) else []:
         if not isinstance(trace, dict) or not isinstance(trace.get("rows"), list):
             continue
         rows = [{"batch": _int_or_none(r.get("batch")), "yours": _int_or_none(r.get("yours")),
