@@ -104,14 +104,23 @@ def bounded_execute():
     """nbgrader's ``Execute`` preprocessor, keeping at most ``CELL_OUTPUT_BYTES`` of each cell's outputs and
     ``NOTEBOOK_OUTPUT_BYTES`` of the notebook's, as they arrive: an output past a cap is never kept, only a
     note saying so (the kernel's messages themselves are capped by ``bounded_kernel_client``). Built on first
-    use (it imports nbgrader)."""
+    use (it imports nbgrader).
+
+    With ``progress`` set (``BoundedExecute.progress``: a file's path), the notebook is also saved there after
+    every cell, and at the end with ``streamlab_progress`` in its metadata: ``{"complete": true}``, or
+    ``{"error": ...}`` when the run stopped (the first cell not run is the one that was running). So a run
+    stopped at the whole-notebook limit, or by a dead kernel, still shows how far it got (``streamlab check``)."""
     import json
+    from pathlib import Path
 
     import nbformat
     from nbclient.util import run_sync
     from nbgrader.preprocessors import Execute
+    from traitlets import Unicode
 
     class BoundedExecute(Execute):
+        progress = Unicode("", help="save the notebook here after every cell ('': not saved)").tag(config=True)
+
         # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection; a cell whose
         # "idle" was dropped with it ends after iopub_timeout instead of failing the whole notebook. But a
         # cell that hit its time limit and was interrupted keeps nbgrader's rule: no "idle" then means the
@@ -130,7 +139,30 @@ def bounded_execute():
             self._kept = {}        # cell index -> bytes of output kept
             self._noted = set()    # cells whose outputs were cut (noted once)
             self._total = 0
-            return super().preprocess(nb, resources, km)
+            try:
+                nb, resources = super().preprocess(nb, resources, km)
+            except Exception as err:  # the kernel died, or a cell could not be interrupted
+                # the cells that finished, as last saved: the first one missing is the one that was running
+                last = Path(self.progress) if self.progress else None
+                saved = nbformat.read(last, as_version=4) if last and last.exists() else nb
+                self._save_progress(saved, {"error": f"{type(err).__name__}: {str(err).strip()[:300]}"})
+                raise
+            self._save_progress(nb, {"complete": True})
+            return nb, resources
+
+        def on_cell_executed(self, **kwargs):
+            super().on_cell_executed(**kwargs)
+            self._save_progress(self.nb)
+
+        def _save_progress(self, nb, end: dict | None = None) -> None:
+            if not self.progress or nb is None:
+                return
+            path = Path(self.progress)
+            copy = nbformat.from_dict(nb)
+            if end is not None:
+                copy.metadata["streamlab_progress"] = end
+            nbformat.write(copy, path.with_suffix(".tmp"))
+            path.with_suffix(".tmp").replace(path)
 
         def output(self, outs, msg, display_id, cell_index):
             size = len(json.dumps(msg.get("content", {}), default=str))

@@ -110,9 +110,10 @@ def generate_assignment(course_root: Path, lab: str) -> None:
                            f"{result.get('error', '')}\n{result['log']}")
 
 
-def generate_from_solutions(course_root: Path, lab: str) -> None:
-    """Copy the repository's solutions/<lab>/ into ``course_root`` and generate the lab there."""
-    shutil.copytree(solutions_dir() / lab, course_root / "solutions" / lab,
+def generate_from_solutions(course_root: Path, lab: str, source: Path | None = None) -> None:
+    """Copy the repository's solutions/<lab>/ (or ``source``: a folder of the lab's notebooks) into
+    ``course_root`` and generate the lab there."""
+    shutil.copytree(source or solutions_dir() / lab, course_root / "solutions" / lab,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "hidden_checks.py"))
     generate_assignment(course_root, lab)
 

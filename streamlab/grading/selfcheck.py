@@ -2,13 +2,17 @@
 
     streamlab check labs/lab01_stateless_vs_stateful/lab01_stateless_vs_stateful.ipynb
 
-What it shares with ``streamlab grade``: a copy of the notebook (your file is only read, and nothing
-is written next to it) runs top to bottom in a fresh kernel, in a child process with the grader's
+It runs one submission the way ``streamlab grade`` does, with the grader's own steps (``run.course``,
+``workers``): a private nbgrader course is made in a temporary folder from the released lab
+(labs/<lab>/, the visible tests), a copy of your notebook is its one submission (your file is only
+read, and nothing is written next to it), and a grading worker runs nbgrader's autograde on it: test
+cells you edited are put back, the notebook runs top to bottom in a fresh kernel with the grader's
 isolation (its own Kafka topic prefix, checkpoint folder and process tag: whatever it leaves running,
-kernel and Spark JVM included, is stopped at the end), with the grader's limits (nbgrader_config.py's
-per-cell limit, ``DEFAULT_TIMEOUT_S`` for the whole notebook) and ``NBGRADER_EXECUTION=autograde``.
-Test cells you edited are put back from the released lab, and each test cell is scored as nbgrader
-scores it: an error, or any output on stderr, is 0 points.
+kernel and Spark JVM included, is stopped at the end) and limits (nbgrader_config.py's per-cell limit,
+``DEFAULT_TIMEOUT_S`` for the whole notebook), and nbgrader's gradebook scores each test cell (an
+error, or any output on stderr, is 0 points; a number the cell ends with, partial credit). The worker
+answers with the same ``WorkerReport`` the grader reads; this module turns it into a table, naming for
+each part the cell that failed (read from the notebook as the worker saved it after every cell).
 
 What it cannot do: your notebook holds only the visible tests. The grader also runs hidden tests and
 checks what each part left behind, so passing here is necessary, not sufficient.
@@ -16,22 +20,23 @@ checks what each part left behind, so passing here is necessary, not sufficient.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..stack.kafka import bootstrap_servers
-from .labs import labs_dir, nbgrader_config
-from .outputs.results import Outcome, Status
+from .labs import GradingError, labs_dir, nbgrader_config
+from .outputs.results import Outcome, Status, WorkerReport
+from .run.course import course_for, make_template
 from .run.grader import DEFAULT_TIMEOUT_S
-from .run.submissions import check_notebook
-from .sandbox.isolation import delete_prefixed_topics, run_isolated, submission_environment
-
-PASSED, FAILED, TIMED_OUT, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.NOT_RUN
+from .run.submissions import SubmissionRefused, check_notebook_bytes, read_submitted_file
+from .sandbox.isolation import delete_prefixed_topics, submission_environment
+from .workers.context import SubmissionContext
+from .workers.warm import WarmWorker
 
 
 @dataclass
@@ -39,7 +44,7 @@ class Part:
     """One graded test cell of the lab, and how it went."""
     grade_id: str
     points: float
-    outcome: Outcome = NOT_RUN
+    outcome: Outcome = Outcome.NOT_RUN
     message: str = ""      # why it did not pass
     earned: float = 0.0    # the points nbgrader would give the cell's run
     cell: str = ""         # the cell that failed: a grade_id, or "cell N"
@@ -61,7 +66,8 @@ class SelfCheck:
 
     @property
     def passed(self) -> bool:
-        return self.status is Status.GRADED and bool(self.parts) and all(p.outcome == PASSED for p in self.parts)
+        return (self.status is Status.GRADED and bool(self.parts)
+                and all(p.outcome == Outcome.PASSED for p in self.parts))
 
     @property
     def exit_code(self) -> int:
@@ -87,18 +93,8 @@ def is_test_cell(cell) -> bool:
     return cell.get("cell_type") == "code" and bool(is_grade(cell)) and not is_solution(cell)
 
 
-def _nbgrader_score(cell, points: float) -> tuple[float, str]:
-    """(points, why not all) nbgrader's own scoring gives a test cell that ran without an error: all of them, or the
-    partial credit a number the cell ends with asks for (``nbgrader.utils.determine_grade``)."""
-    from nbgrader.utils import determine_grade
-
-    try:
-        earned, _ = determine_grade(cell)
-    except ValueError as err:  # a value above the cell's points: nbgrader refuses the cell
-        return 0.0, f"nbgrader cannot score this cell: {err}"
-    earned = points if earned is None else float(earned)
-    return earned, "" if earned >= points else \
-        f"the cell's value gives {earned:g} of {points:g} points (nbgrader reads it as partial credit)"
+def _partial(earned: float, points: float) -> str:
+    return f"nbgrader gives this cell {earned:g} of {points:g} points (a number a test ends with is partial credit)"
 
 
 def error_line(output: dict) -> str:
@@ -131,12 +127,16 @@ def _ran(cell) -> bool:
     return cell.get("execution_count") is not None or bool(cell.get("outputs"))
 
 
-def parts_of(nb, *, cell_timeout_s: float | None = None, stopped: tuple[str, str] | None = None) -> list[Part]:
+def parts_of(nb, *, scores: dict[str, float] | None = None, cell_timeout_s: float | None = None,
+             stopped: tuple[str, str] | None = None) -> list[Part]:
     """The graded test cells of an executed (maybe partly executed) notebook, each with its outcome.
 
-    A test that failed because an earlier cell raised (a NameError for a result never made) is
-    blamed on the latest such cell since the last test that passed. ``stopped``: (outcome, why) when
-    the run was cut short: the first code cell that did not run was the one running then.
+    ``scores``: the points nbgrader's gradebook gave each test cell (by grade id); a cell that ran without an
+    error but got fewer than its points fails with the reason (partial credit). None: the run was not scored
+    (the grader gives it 0), and each part is said as it ran. A test that failed because an earlier cell
+    raised (a NameError for a result never made) is blamed on the latest such cell since the last test that
+    passed. ``stopped``: (outcome, why) when the run was cut short: the first code cell that did not run was
+    the one running then.
     """
     cells = nb.cells
     code = [i for i, c in enumerate(cells) if c.get("cell_type") == "code" and c.get("source", "").strip()]
@@ -165,14 +165,17 @@ def parts_of(nb, *, cell_timeout_s: float | None = None, stopped: tuple[str, str
             else:
                 part.message = "not reached: the notebook stopped before this cell" if reached_stop else "did not run"
         elif failure is None:
-            part.earned, why = _nbgrader_score(cell, part.points)
-            part.outcome, upstream = (FAILED, upstream) if why else (PASSED, None)
+            part.earned = part.points if scores is None else float(scores.get(part.grade_id) or 0)
+            why = _partial(part.earned, part.points) if part.earned < part.points else ""
+            part.outcome, upstream = (Outcome.FAILED, upstream) if why else (Outcome.PASSED, None)
             part.message, part.cell = why, part.grade_id if why else ""
+            if scores is None:
+                part.earned = 0.0  # the grader gives a run it could not score nothing
         elif failure[0] == "timeout":
-            part.outcome, part.cell = TIMED_OUT, part.grade_id
+            part.outcome, part.cell = Outcome.TIMED_OUT, part.grade_id
             part.message = f"still running after {cell_timeout_s or 'the per-cell limit'} s, then interrupted"
         else:
-            part.outcome = FAILED
+            part.outcome = Outcome.FAILED
             if failure[0] not in ("AssertionError", "stderr") and upstream is not None:
                 part.cell, part.message = upstream
             else:
@@ -198,9 +201,9 @@ def find_released(path: Path, nb) -> Path | None:
     return best
 
 
-def restore_tests(nb, released) -> list[str]:
-    """Put back the released version of every locked cell (tests included) the learner changed,
-    as nbgrader does before grading; returns notes on what was put back or is missing."""
+def changed_locked_cells(nb, released) -> list[str]:
+    """Notes on the locked cells (tests included) the learner changed or deleted, against the released lab:
+    nbgrader's autograde puts back the original of each (OverwriteCells), and scores a missing test 0."""
     from nbgrader.utils import compute_checksum, is_locked
 
     notes = []
@@ -213,8 +216,6 @@ def restore_tests(nb, released) -> list[str]:
             continue
         original = originals.get(gid)
         if original is not None and (cell.source != original.source or _meta(cell) != _meta(original)):
-            cell.source, cell.cell_type = original.source, original.cell_type
-            cell.metadata["nbgrader"] = dict(_meta(original))
             notes.append(f"{gid}: you changed this locked cell; the original is used, as the grader does")
         elif original is None and "checksum" in _meta(cell) and _meta(cell)["checksum"] != compute_checksum(cell):
             notes.append(f"{_name(cell, index)}: you changed this locked cell; the grader runs the original")
@@ -226,70 +227,107 @@ def restore_tests(nb, released) -> list[str]:
 
 # ----------------------------------------------------------------------------- running it
 
+STUDENT = "you"  # the one submission's student id in the self-check's own course
+
+
 def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_timeout_s: float | None = None,
                   bootstrap: str | None = None) -> SelfCheck:
     """Run a copy of ``notebook`` like the grader (see the module doc) and say how each part went."""
     import nbformat
 
     notebook, started = Path(notebook), time.monotonic()
-    problem = check_notebook(notebook)
+    try:
+        data = read_submitted_file(notebook)
+    except SubmissionRefused as refusal:
+        return SelfCheck(str(notebook), Status.INVALID, detail=str(refusal))
+    problem = check_notebook_bytes(data, notebook.name)
     if problem:
         return SelfCheck(str(notebook), Status.INVALID, detail=problem)
-    nb = nbformat.read(notebook, as_version=4)
+    nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     path = find_released(notebook, nb)
-    released = nbformat.read(path, as_version=4) if path and path.resolve() != notebook.resolve() else None
-    notes = restore_tests(nb, released)  # without a released copy: edited locked cells are only named
+    released = nbformat.read(path, as_version=4) if path else None
+    notes = changed_locked_cells(nb, released) if path and path.resolve() != notebook.resolve() else []
     if path is None:
         notes.append(f"no released lab in {labs_dir()} shares this notebook's cells: its test cells run as they are")
-    from nbgrader.preprocessors import IgnorePattern
-
-    config = nbgrader_config(Path(tempfile.gettempdir()))
-    cell_timeout_s = cell_timeout_s or config.Execute.timeout
-    for cell in nb.cells:  # run from a clean slate, as nbgrader's autograde does
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+    cell_timeout_s = cell_timeout_s or nbgrader_config(Path(tempfile.gettempdir())).Execute.timeout
     # Every process of the run carries this tag (the tests choose its start: STREAMLAB_GRADE_RUN_TAG)
     tag = f"{os.environ.get('STREAMLAB_GRADE_RUN_TAG') or 'check'}-{secrets.token_hex(4)}"
     workdir = Path(tempfile.mkdtemp(prefix="streamlab-check-"))
-    env = submission_environment(tag, bootstrap=bootstrap or bootstrap_servers(), workdir=workdir)
-    source, executed, log = workdir / "notebook.ipynb", workdir / "executed.ipynb", workdir / "run.log"
-    nbformat.write(nb, source)
+    bootstrap = bootstrap or bootstrap_servers()
+    env = submission_environment(tag, bootstrap=bootstrap, workdir=workdir / "work")
+    result = SelfCheck(str(notebook), Status.ERROR, notes=notes, tag=tag,
+                       limits=f"limits: {timeout_s:g} s in all, {cell_timeout_s:g} s per cell")
     try:
-        child = run_isolated([sys.executable, "-m", "streamlab.grading.workers.checkrun", str(source), "--out",
-                              str(executed), "--cell-timeout", str(cell_timeout_s)],
-                             env=env, cwd=workdir, log_path=log, timeout_s=timeout_s, tag=tag)
-        ran = nbformat.read(executed if executed.exists() else source, as_version=4)
-        end = ran.metadata.get("streamlab_selfcheck", {})
-        result, stopped = SelfCheck(str(notebook), Status.GRADED, notes=notes, tag=tag), None
-        result.limits = f"limits: {timeout_s:g} s in all, {cell_timeout_s:g} s per cell"
-        if child.hit_limit:
-            result.status = Status.TIMED_OUT
-            result.detail = f"the notebook did not finish within {timeout_s:g} s; it was stopped (kernel and Spark)"
-            stopped = (TIMED_OUT, f"still running when the time for the whole notebook ({timeout_s:g} s) ran out")
-        elif end.get("error"):
-            crashed = "DeadKernel" in end["error"] or "died" in end["error"]
-            stuck = "Timeout" in end["error"] or "Unresponsive" in end["error"]
-            result.status = Status.CRASHED if crashed else Status.TIMED_OUT if stuck else Status.ERROR
-            result.detail = end["error"]
-            stopped = (TIMED_OUT if result.status is Status.TIMED_OUT else FAILED,
-                       f"the run stopped here: {end['error']}")
-        elif not end.get("complete"):
-            tail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.exists() else []
-            result.status = Status.ERROR
-            result.detail = f"the check stopped (exit status {child.returncode}): " + " | ".join(tail)
-            stopped = (FAILED, "the run stopped here (see above)")
-        ran, _ = IgnorePattern(config=config).preprocess(ran, {})  # Spark's log lines are no failure
-        result.parts = parts_of(ran, cell_timeout_s=cell_timeout_s, stopped=stopped)
-        have = {p.grade_id for p in result.parts}
-        result.parts += [Part(_meta(c)["grade_id"], float(_meta(c).get("points") or 0), FAILED,
-                              "this test cell is missing from your notebook: the grader scores it 0")
-                         for c in (released.cells if released else [])
-                         if is_test_cell(c) and _meta(c)["grade_id"] not in have]
+        if path is None:  # the lab is the notebook itself: its own test cells are the ones put back
+            lab = name = re.sub(r"[^A-Za-z0-9_-]", "_", notebook.stem) or "notebook"
+            source = workdir / "own"
+            source.mkdir()
+            (source / f"{name}.ipynb").write_bytes(data)
+        else:
+            lab, name, source = path.parent.name, path.stem, path.parent
+        make_template(workdir / "template", lab, source)
+        course = course_for(workdir / "template", workdir / "course", lab=lab, student=STUDENT,
+                            contents={name: data})
+        context = SubmissionContext(lab=lab, student=STUDENT, course=str(course), log=str(workdir / "run.log"),
+                                    env=env, cell_timeout=cell_timeout_s, progress=str(workdir / "progress.ipynb"))
+        worker = WarmWorker(f"{tag}-worker", cwd=workdir, log_path=workdir / "worker.log",
+                            env=submission_environment(f"{tag}-worker", bootstrap=bootstrap, workdir=workdir / "w"))
+        try:
+            report, _ = worker.report(context, timeout_s=timeout_s)
+        finally:
+            worker.close()
+        _read_report(result, report, workdir / "progress.ipynb", nb, released, cell_timeout_s, timeout_s)
+    except GradingError as err:  # the course could not be made, or the worker died without a report
+        result.status, result.detail = Status.ERROR, _first_error(str(err))
     finally:
         delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
         shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 1)
     return result
+
+
+def _first_error(text: str) -> str:
+    """A GradingError's first line, and nbgrader's last logged error after it (its log ends the message)."""
+    lines = text.strip().splitlines()
+    errors = [i for i, line in enumerate(lines) if line.startswith("[ERROR]")]
+    said = " ".join(" ".join(lines[errors[-1]:]).removeprefix("[ERROR]").split()) if errors else ""
+    return f"{lines[0]} {said}".strip()[:400] if lines else "no message"
+
+
+def _read_report(result: SelfCheck, report: WorkerReport, progress: Path, nb, released, cell_timeout_s: float,
+                 timeout_s: float) -> None:
+    """Fill ``result`` from the worker's report and the notebook as it saved it after every cell."""
+    import nbformat
+    from nbgrader.preprocessors import IgnorePattern
+
+    if progress.exists():
+        ran = nbformat.read(progress, as_version=4)
+    else:  # stopped before its first cell ran
+        ran = nb
+        for cell in ran.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+    end = ran.metadata.get("streamlab_progress", {})
+    result.status, result.detail, stopped = report.status, report.detail, None
+    if not report.scored:
+        if end.get("error"):
+            result.detail = f"{report.detail} ({end['error']})"
+            stopped = (Outcome.TIMED_OUT if report.status is Status.TIMED_OUT else Outcome.FAILED,
+                       f"the run stopped here: {end['error']}")
+        elif report.status is Status.TIMED_OUT:  # the whole notebook's limit
+            result.detail = f"the notebook did not finish within {timeout_s:g} s; it was stopped (kernel and Spark)"
+            stopped = (Outcome.TIMED_OUT,
+                       f"still running when the time for the whole notebook ({timeout_s:g} s) ran out")
+        elif not end.get("complete"):
+            stopped = (Outcome.FAILED, "the run stopped here (see above)")
+    ran, _ = IgnorePattern(config=nbgrader_config(progress.parent)).preprocess(ran, {})  # Spark's log lines
+    scores = {cell.grade_id: cell.score or 0.0 for cell in report.cells} if report.scored else None
+    result.parts = parts_of(ran, scores=scores, cell_timeout_s=cell_timeout_s, stopped=stopped)
+    have = {p.grade_id for p in result.parts}
+    result.parts += [Part(_meta(c)["grade_id"], float(_meta(c).get("points") or 0), Outcome.FAILED,
+                          "this test cell is missing from your notebook: the grader scores it 0")
+                     for c in (released.cells if released else [])
+                     if is_test_cell(c) and _meta(c)["grade_id"] not in have]
 
 
 def _points(value: float) -> str:
@@ -304,7 +342,7 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
         return "\n".join(lines + [f"Could not check it: {result.detail}"])
     rows = [["part", "points", "result", "failed in"]]
     for part in result.parts:
-        text = part.outcome if part.outcome == PASSED else f"{part.outcome}: {part.message}" if part.message \
+        text = part.outcome if part.outcome == Outcome.PASSED else f"{part.outcome}: {part.message}" if part.message \
             else part.outcome
         if len(text) > message_width:
             text = text[: message_width - 3] + "..."
@@ -313,11 +351,13 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     earned = sum(p.earned for p in result.parts)
     total = sum(p.points for p in result.parts)
-    todo = sum(p.outcome != PASSED for p in result.parts)
+    todo = sum(p.outcome != Outcome.PASSED for p in result.parts)
     lines += ["", f"Visible tests: {_points(earned)} of {_points(total)} points pass"
                   + (f"; {todo} part(s) to fix." if todo else ".")]
     if result.status is not Status.GRADED:
         lines.append(f"The run did not end normally ({result.status}): {result.detail}")
+        if not any(p.earned for p in result.parts) and any(p.outcome == Outcome.PASSED for p in result.parts):
+            lines.append("The grader scores such a run 0: the parts said passed above ran, but earn nothing.")
     lines += [f"Note: {note}" for note in result.notes]
     lines.append("The grader also runs hidden tests and checks what each part left behind (its checkpoints "
                  "and topics), so passing here is needed for full marks but does not promise them.")

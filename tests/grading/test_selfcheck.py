@@ -1,10 +1,11 @@
 """`streamlab check LAB_NOTEBOOK`: a learner's self-check, run as the grader runs a lab.
 
 Unmarked tests read executed notebooks built in memory (no kernel, no Spark). The tests marked
-``labs`` run lab 01 for real, one at a time: the reference (every visible part passes), the blank
-lab as released (each part fails with its message) and a lab that hangs (reported as timed out at
-a small whole-notebook limit, with nothing left running); and a small notebook without Spark whose
-cell runs past the per-cell limit before its kernel kills itself.
+``labs`` run through the grader's own worker for real, one at a time: lab 01's reference (every visible
+part passes, a test cell it edited is put back), the blank lab as released (each part fails with its
+message) and a lab that hangs (reported as timed out at a small whole-notebook limit, with nothing left
+running); and small notebooks without Spark: one with partial credit and a cell past the per-cell
+limit, scored by nbgrader's gradebook, and one whose kernel kills itself.
 """
 from __future__ import annotations
 
@@ -21,21 +22,18 @@ import pytest
 import yaml
 
 from streamlab import grading
-from streamlab.grading.outputs.results import Status
+from streamlab.grading.outputs.results import Outcome, Status
 from streamlab.grading.run.grader import DEFAULT_TIMEOUT_S
 from streamlab.grading.selfcheck import (
-    FAILED,
-    NOT_RUN,
-    PASSED,
-    TIMED_OUT,
     SelfCheck,
+    changed_locked_cells,
     error_line,
     format_report,
     parts_of,
-    restore_tests,
     run_selfcheck,
 )
 
+PASSED, FAILED, TIMED_OUT, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.NOT_RUN
 ROOT = Path(__file__).resolve().parents[2]
 LAB = "lab01_stateless_vs_stateful"
 new_code, new_output = nbformat.v4.new_code_cell, nbformat.v4.new_output
@@ -48,7 +46,7 @@ def _cell(source: str, grade_id: str | None = None, *, test: bool = False, answe
     cell = new_code(source)
     if grade_id:
         cell.metadata["nbgrader"] = {"grade_id": grade_id, "grade": test, "solution": answer,
-                                     "locked": not answer, "points": points if test else 0}
+                                     "locked": not answer, "points": points if test else 0, "schema_version": 3}
     cell.outputs = list(outputs)
     cell.execution_count = 1 if ran else None
     return cell
@@ -81,8 +79,12 @@ def _executed():
     return nb
 
 
+# the points nbgrader's gradebook gives _executed()'s test cells
+SCORES = {"test_a1": 0, "test_a2": 0, "test_b": 0, "test_b2": 0, "test_c": 1, "test_d": 0}
+
+
 def test_each_part_with_its_outcome_message_and_cell():
-    parts = {p.grade_id: p for p in parts_of(_executed(), cell_timeout_s=300)}
+    parts = {p.grade_id: p for p in parts_of(_executed(), scores=SCORES, cell_timeout_s=300)}
     assert list(parts) == ["test_a1", "test_a2", "test_b", "test_b2", "test_c", "test_d"]
     assert [p.points for p in parts.values()] == [1, 2, 2, 1, 1, 1]
     # a NameError in a test comes from an earlier cell that raised: that cell is named, with its error
@@ -110,22 +112,24 @@ def test_a_run_stopped_at_the_whole_notebook_limit():
     assert all(p.outcome == NOT_RUN and "not reached" in p.message for p in parts[1:])
 
 
-def test_a_test_cell_is_scored_by_nbgrader_itself_partial_credit_included():
-    """A test cell that ends with a number gets that many points from nbgrader (``determine_grade``): the self-check
-    scores it the same way, instead of calling every cell without an error passed."""
+def test_a_test_cell_gets_the_points_nbgrader_gave_it():
+    """The gradebook's points decide: a test cell that ran without an error but got fewer (nbgrader reads a number
+    it ends with as partial credit) fails, saying so. (Through nbgrader for real: the small notebooks below.)"""
     def value(text):
         return new_output("execute_result", data={"text/plain": text}, execution_count=1)
     nb = nbformat.v4.new_notebook()
     nb.cells = [_cell("score_part()", "test_partial", test=True, points=2, outputs=[value("0.5")]),
                 _cell("score_part()", "test_too_much", test=True, points=1, outputs=[value("3")]),
                 _cell("'fine'", "test_text", test=True, points=1, outputs=[value("'fine'")])]
-    parts = {p.grade_id: p for p in parts_of(nb)}
+    parts = {p.grade_id: p for p in parts_of(nb, scores={"test_partial": 0.5, "test_too_much": 0, "test_text": 1})}
     assert (parts["test_partial"].outcome, parts["test_partial"].earned) == (FAILED, 0.5)
     assert "0.5 of 2 points" in parts["test_partial"].message and parts["test_partial"].cell == "test_partial"
     assert (parts["test_too_much"].outcome, parts["test_too_much"].earned) == (FAILED, 0.0)
     assert (parts["test_text"].outcome, parts["test_text"].earned) == (PASSED, 1.0)
     report = format_report(SelfCheck("lab.ipynb", Status.GRADED, list(parts.values())))
     assert "Visible tests: 1.50 of 4 points pass; 2 part(s) to fix." in report
+    unscored = parts_of(nb, scores=None)  # a run the grader could not score (crashed): each part as it ran, no points
+    assert [p.outcome for p in unscored] == [PASSED] * 3 and sum(p.earned for p in unscored) == 0
 
 
 def test_error_lines():
@@ -134,22 +138,20 @@ def test_error_lines():
     assert error_line({"ename": "KeyError", "evalue": ""}) == "KeyError"
 
 
-def test_edited_tests_are_put_back_and_missing_ones_named():
+def test_edited_and_missing_tests_are_named():
     released = _executed()
     mine = _executed()
     mine.cells[6].source = "pass  # my test now passes"
     mine.cells[6].metadata.nbgrader["points"] = 100
     del mine.cells[9]   # test_c deleted
-    notes = restore_tests(mine, released)
-    assert mine.cells[6].source == released.cells[6].source
-    assert mine.cells[6].metadata.nbgrader["points"] == 2
+    notes = changed_locked_cells(mine, released)
     assert any(n.startswith("test_b:") and "original" in n for n in notes), notes
     assert any(n.startswith("test_c:") and "missing" in n for n in notes), notes
-    assert mine.cells[1].source == released.cells[1].source  # answers are the learner's own
+    assert len(notes) == 2, notes  # answers are the learner's own: no note on them
 
 
 def test_the_table():
-    result = SelfCheck("lab.ipynb", Status.GRADED, parts_of(_executed(), cell_timeout_s=300), seconds=61,
+    result = SelfCheck("lab.ipynb", Status.GRADED, parts_of(_executed(), scores=SCORES, cell_timeout_s=300), seconds=61,
                        notes=["test_b: you changed this locked cell; the original is used"])
     text = format_report(result, message_width=40)
     lines = text.splitlines()
@@ -198,25 +200,38 @@ def test_the_docker_stack_gives_the_check_what_it_needs():
 
 @pytest.mark.labs
 @pytest.mark.timeout(300)
-def test_a_slow_cell_and_a_crash_in_a_small_notebook(tmp_path, kafka_bootstrap):
-    """No Spark, but a real kernel (so in the full tier): a cell past the per-cell limit is interrupted
-    and reported as timed out, then the kernel kills itself: crashed, the cell that did it named."""
+def test_partial_credit_a_slow_cell_and_a_crash_in_small_notebooks(tmp_path, kafka_bootstrap):
+    """No Spark, but a real kernel and nbgrader's autograde in the grader's worker (so in the full tier). The
+    gradebook scores: a test cell ending with 0.5 earns half a point of 2; a cell past the per-cell limit is
+    interrupted and reported as timed out, the cells after it still count. Then a kernel that kills itself:
+    crashed, the cell that did it named, and no points (as the grader gives)."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [_cell("x = 1", "t_setup", ran=False), _cell("assert x == 1", "t_ok", test=True, ran=False),
+                _cell("0.25 * 2", "t_partial", test=True, points=2, ran=False),
                 _cell("import time\ntime.sleep(60)", "t_slow", test=True, ran=False),
-                _cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", ran=False),
                 _cell("assert True", "t_after", test=True, ran=False)]
     path = tmp_path / "small.ipynb"
     nbformat.write(nb, path)
     result = run_selfcheck(path, cell_timeout_s=3, timeout_s=120)
     print(format_report(result))
     parts = {p.grade_id: p for p in result.parts}
-    assert (result.status, result.exit_code) == ("crashed", 1), result
-    assert parts["t_ok"].outcome == PASSED
-    assert (parts["t_slow"].outcome, parts["t_slow"].cell) == (TIMED_OUT, "t_slow")
-    assert (parts["t_after"].outcome, parts["t_after"].cell) == (FAILED, "cell 4")
-    assert "DeadKernelError" in parts["t_after"].message
+    assert (result.status, result.exit_code) == ("timed out", 1), result
+    assert [(parts[g].outcome, parts[g].earned) for g in ("t_ok", "t_partial", "t_slow", "t_after")] == \
+        [(PASSED, 1), (FAILED, 0.5), (TIMED_OUT, 0), (PASSED, 1)]
+    assert parts["t_partial"].message.startswith("nbgrader gives this cell 0.5 of 2 points")
+    assert parts["t_slow"].cell == "t_slow"
     assert any("no released lab" in note for note in result.notes)
+
+    nb.cells.insert(4, _cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", ran=False))
+    nbformat.write(nb, path)
+    result = run_selfcheck(path, cell_timeout_s=3, timeout_s=120)
+    print(format_report(result))
+    parts = {p.grade_id: p for p in result.parts}
+    assert (result.status, result.exit_code) == ("crashed", 1), result
+    assert parts["t_ok"].outcome == PASSED and sum(p.earned for p in result.parts) == 0
+    assert (parts["t_after"].outcome, parts["t_after"].cell) == (FAILED, "cell 5")
+    assert "DeadKernelError" in parts["t_after"].message
+    assert "The grader scores such a run 0" in format_report(result)
 
 
 # ----------------------------------------------------------------------------- running lab 01
@@ -258,8 +273,13 @@ def run_tag(monkeypatch, kafka_bootstrap):
 @pytest.mark.labs
 @pytest.mark.timeout(900)
 def test_reference_passes_every_visible_part(tmp_path, run_tag):
+    """The reference passes; a test cell it made fail is put back by nbgrader's autograde (as the grader does),
+    and the table says so."""
     path = tmp_path / "my_lab01.ipynb"
-    nbformat.write(grading.reference_notebook(LAB), path)
+    nb = grading.reference_notebook(LAB)
+    edited = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+    edited.source = "raise AssertionError('my edit makes this test fail')"
+    nbformat.write(nb, path)
     before = _snapshot(tmp_path)
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(path)], capture_output=True,
@@ -272,6 +292,7 @@ def test_reference_passes_every_visible_part(tmp_path, run_tag):
         row = next((line for line in proc.stdout.splitlines() if line.startswith(gid + " ")), None)
         assert row is not None and row.split()[2] == "passed", proc.stdout
     assert "Visible tests: 10 of 10 points pass." in proc.stdout
+    assert f"Note: {edited.metadata.nbgrader.grade_id}: you changed this locked cell" in proc.stdout
     assert _snapshot(tmp_path) == before, "the learner's file is untouched and nothing is written next to it"
 
 

@@ -1,6 +1,7 @@
 """The run: one folder of submissions in, grades.csv out. Read in this order:
 
     submissions  finding submissions in a folder (two layouts, exact names, regular files only), check_notebook
+    course       one submission's private nbgrader course: the lab's template plus its bytes (grade and check)
     grader       Grader: the run itself, a warm worker per slot, each student's Result, the outputs written
     shards       which shard grades which submission (a hash of its name)
     progress     progress lines: done / total, rate, time left, and the final line

@@ -32,9 +32,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ...stack.kafka import bootstrap_servers
-from ..labs import GradingError, generate_from_solutions, solutions_dir
+from ..labs import GradingError, solutions_dir
 from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
-from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
+from ..outputs.results import Result, Status, format_points, write_csv
 from ..outputs.summary import write_summary
 from ..sandbox.box import unavailable_reason
 from ..sandbox.isolation import delete_prefixed_topics, kill_tagged, submission_environment
@@ -43,13 +43,13 @@ from ..sandbox.tenancy import sandbox_servers
 from ..workers.context import SubmissionContext
 from ..workers.hidden import checks_file, checks_work, file_sha256
 from ..workers.warm import WarmWorker
+from .course import course_for, make_template
 from .progress import Progress
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
 from .shards import WHOLE, Shard, shard_key
 from .submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
 
 DEFAULT_TIMEOUT_S = 900
-EXTRA_FILE_BYTES = 64 * 1024  # nbgrader's timestamp.txt: one line
 DEFAULT_LIMITS = Limits()
 
 
@@ -91,8 +91,6 @@ class Grader:
 
     # -- set-up
     def prepare(self) -> None:
-        from nbgrader.api import Gradebook
-
         if self.limits is not None:
             reason = unavailable_reason()
             if reason:
@@ -105,11 +103,7 @@ class Grader:
         # The lab's hidden checks run in each worker; its hash makes a rewritten file refuse to run.
         self.checks = checks_file(solutions_dir(), self.lab)
         self.checks_sha256 = file_sha256(self.checks) if self.checks else None
-        if self.template.exists():
-            shutil.rmtree(self.template)
-        generate_from_solutions(self.template, self.lab)
-        with Gradebook(f"sqlite:///{self.template / 'gradebook.db'}") as gradebook:
-            self.max_score = float(gradebook.find_assignment(self.lab).max_score)
+        self.max_score = make_template(self.template, self.lab, solutions_dir() / self.lab)
         self.bootstrap = bootstrap_servers()  # resolved once: every kernel uses this Kafka
         # the broker's SANDBOX listener: each sandbox's Kafka connections are then a principal's of its own
         self.sandbox_listener = sandbox_servers(self.bootstrap) if self.limits is not None else None
@@ -153,7 +147,8 @@ class Grader:
             course = None
             if not problems:
                 try:  # the grader's own copy of the bytes it checked
-                    course = self._course_for(submission, contents)
+                    course = course_for(self.template, self.out / "course" / submission.student, lab=self.lab,
+                                        student=submission.student, contents=contents, extra=submission.extra)
                 except SubmissionRefused as refusal:
                     problems = [str(refusal)]
             if problems:
@@ -187,25 +182,6 @@ class Grader:
             contents[name] = data
         return problems, contents
 
-    def _course_for(self, submission: Submission, contents: dict[str, bytes]) -> Path:
-        """The student's private course folder: the lab's template plus the submission's checked ``contents``."""
-        student, lab = submission.student, self.lab
-        course = self.out / "course" / student
-        if course.exists():
-            shutil.rmtree(course)
-        shutil.copytree(self.template, course)
-        target = course / "submitted" / student / lab
-        target.mkdir(parents=True)
-        try:
-            for name, data in contents.items():  # content only: the original is untouched
-                (target / f"{name}.ipynb").write_bytes(data)
-            for path in submission.extra:
-                (target / path.name).write_bytes(read_submitted_file(path, limit=EXTRA_FILE_BYTES))
-        except SubmissionRefused:
-            shutil.rmtree(course, ignore_errors=True)
-            raise
-        return course
-
     def _autograde(self, submission: Submission, result: Result, course: Path) -> None:
         student, lab = submission.student, self.lab
         tag = f"{self.run_tag}-{student}"
@@ -222,21 +198,13 @@ class Grader:
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:
-            outcome = worker.grade(context, timeout_s=self.timeout_s)
-            if outcome.hit_limit:
-                report = WorkerReport.no_result(
-                    Status.TIMED_OUT, f"the submission did not finish within {self.timeout_s:g} s; "
-                                      f"it was stopped (with its kernel and Spark)")
-            elif outcome.report is None:
-                raise GradingError(f"{outcome.detail}; see {result.log} and {worker.log_path}")
-            else:
-                report = outcome.report
+            report, killed = worker.report(context, timeout_s=self.timeout_s)
             result.record(report)
             if report.scored:
                 result.feedback = str(self._keep_feedback(course, result))
-                if outcome.killed and result.status == Status.GRADED:
+                if killed and result.status == Status.GRADED:
                     result.detail = (result.detail + "; " if result.detail else "") + \
-                        f"{outcome.killed} process(es) left running were stopped"
+                        f"{killed} process(es) left running were stopped"
         finally:
             self._workers.put(worker)
             delete_prefixed_topics(context.topic_prefix)

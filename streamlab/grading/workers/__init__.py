@@ -5,5 +5,4 @@
     worker         the worker's loop: nbgrader's autograde in the sandbox, the checks, the feedback, a report
     hidden         the hidden checks' process per submission (ChecksProcess), and their points in the gradebook
     checks_runner  that process (python -m streamlab.grading.workers.checks_runner), in a sandbox of its own
-    checkrun       the child of ``streamlab check``: it runs a learner's copy of a lab
 """

@@ -25,6 +25,7 @@ class SubmissionContext:
     cell_timeout: float | None = None
     limits: dict | None = None           # the sandbox's limits (``box.Limits`` as a dict); None: no sandbox
     sandbox_listener: str | None = None  # the broker's SANDBOX listener, when the slot has a Kafka principal
+    progress: str | None = None          # where the running notebook is saved after every cell (``streamlab check``)
 
     @property
     def tag(self) -> str:

@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ..outputs.results import WorkerReport
+from ..labs import GradingError
+from ..outputs.results import Status, WorkerReport
 from ..sandbox.isolation import kill_submission_processes
 from .context import SubmissionContext
 
@@ -104,6 +105,18 @@ class WarmWorker:
         else:
             killed = kill_submission_processes(None, student_tag)
         return Outcome(report, hit_limit, killed, detail)
+
+    def report(self, context: SubmissionContext, *, timeout_s: float) -> tuple[WorkerReport, int]:
+        """``grade``, then what it came to: the worker's report (timed out at ``timeout_s``: a report saying so),
+        and how many processes left running were stopped. GradingError if the worker died without one."""
+        outcome = self.grade(context, timeout_s=timeout_s)
+        if outcome.hit_limit:
+            return WorkerReport.no_result(Status.TIMED_OUT, f"the submission did not finish within {timeout_s:g} s; "
+                                                            f"it was stopped (with its kernel and Spark)"), \
+                outcome.killed
+        if outcome.report is None:
+            raise GradingError(f"{outcome.detail}; see {context.log} and {self.log_path}")
+        return outcome.report, outcome.killed
 
     def _stop(self) -> None:
         if self.channel is not None:

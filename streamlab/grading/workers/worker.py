@@ -142,11 +142,13 @@ def _start_checks(context: SubmissionContext, checks: Path, checks_sha256: str |
                          topic_prefix=context.topic_prefix, env=env, make_box=make_box)
 
 
-def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[str, str] | None = None):
+def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[str, str] | None = None,
+                   progress: str | None = None):
     """The course's nbgrader config for autograding in ``course``, with the grader's own steps: outputs kept
     within bounds as they arrive (``bounds``), hidden tests taken out right after nbgrader puts the test
     cells back (``withhold``), kernel clients whose messages are bounded, and kernels started with
-    ``kernel_env`` (the submission's environment; None: this process's)."""
+    ``kernel_env`` (the submission's environment; None: this process's). ``progress``: a file the running
+    notebook is saved to after every cell (``bounds.bounded_execute``)."""
     from nbgrader.converters import Autograde
 
     config = nbgrader_config(course, cell_timeout=cell_timeout)
@@ -157,6 +159,8 @@ def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[st
     at = [step.__name__ for step in steps].index("OverwriteCells") + 1
     config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
     config.Execute.kernel_manager_class = kernel_manager_class(env=kernel_env)
+    if progress:
+        config.BoundedExecute.progress = progress
     return config
 
 
@@ -164,7 +168,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     from nbgrader.converters import Autograde
 
     course, lab, student = Path(context.course), context.lab, context.student
-    config = grading_config(course, context.cell_timeout, context.env)
+    config = grading_config(course, context.cell_timeout, context.env, context.progress)
     if box is not None:
         box.configure(config)  # its kernelspec and kernel manager, with the same environment
     started, started_at = time.monotonic(), datetime.now(UTC)
