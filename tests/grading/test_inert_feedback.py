@@ -356,3 +356,27 @@ def test_no_student_script_runs_in_a_browser(page, tmp_path):
         assert tab.evaluate("location.href") == path.as_uri()       # no refresh, no base
         # nothing the student wrote was even asked for (nbconvert's MathJax is asked for, and blocked)
         assert not [url for url in tab.requests if ATTACKER in url], tab.requests
+
+
+def test_the_checks_block_is_a_feedback_step_and_stays_the_graders(tmp_path):
+    """The block "Checked by the grader" is put in by a preprocessor of nbgrader's generate_feedback, after
+    InertFeedback: first in the notebook, under nbgrader's score, shown as HTML (its figure included), while a
+    check's words, which hold what the student made, stay text."""
+    from streamlab.grading.outputs.results import CheckResult
+    from streamlab.grading.outputs.verdicts import with_checks_block
+
+    attack = "<script>document.title='pwned-check'</script>"
+    trace = {"title": "counts", "diverged_at": 1, "rows": [
+        {"batch": 0, "yours": 1, "reference": 1, "differ": 0, "example": ""},
+        {"batch": 1, "yours": 3, "reference": 2, "differ": 1, "example": f"'{attack}': yours 3, reference 2"}]}
+    outcomes = [CheckResult("counts", ["test_b"], False, f"wrong {attack}", [trace])]
+    steps = with_checks_block(list(nbgrader_config(tmp_path).GenerateFeedback.preprocessors), outcomes)
+    names = [step.__name__ for step in steps]
+    assert names.index("ChecksBlock") == names.index("InertFeedback") + 1
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell("# The lab"), v4.new_code_cell("x = 1")])
+    page = nbgrader_page(nb, tmp_path, preprocessors=steps)
+    assert page.count("Checked by the grader") == 1
+    assert page.index("Score: 1.0 / 2.0") < page.index("Checked by the grader") < page.index('id="The-lab"')
+    tags = Tags(page)
+    assert ("svg", True) in {(tag, body) for tag, _, body in tags.tags}, "the state trace is drawn"
+    assert not [s for s in tags.scripts if "pwned" in s] and "&lt;script&gt;document.title" in page

@@ -32,7 +32,7 @@ from ..bounds import bounded_execute
 from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
 from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
-from ..outputs.verdicts import add_summary_to_feedback, summary_detail
+from ..outputs.verdicts import summary_detail, with_checks_block
 from ..outputs.withhold import withhold_hidden_tests
 from ..sandbox.box import Sandbox, kernel_manager_class, untrusted_folder
 from ..sandbox.limits import Limits
@@ -202,10 +202,10 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
         return WorkerReport.no_result(Status.ERROR, f"the grader's hidden checks broke on this submission "
                                                     f"({err}); it is graded again by the next run", **timings)
     _settle_points(config, lab, student, outcomes)             # 2. unconfirmed cells and extra credit to 0
-    if not _generate_feedback(config, lab, student):           # 3. nbgrader's feedback pages
+    if not _generate_feedback(config, lab, student, outcomes):  # 3. nbgrader's feedback pages, the checks' block
         return WorkerReport.no_result(Status.ERROR, "nbgrader generate_feedback failed; see the log", **timings)
     score, max_score, cells = _scores(config, lab, student)    # 4. the gradebook's score, cell by cell
-    _finish_feedback(course / "feedback" / student / lab, outcomes)  # 5. the checks' table; pages made inert
+    inert_feedback_pages(course / "feedback" / student / lab)  # 5. a security policy first in every page
     status, detail = _status(timeouts, config.Execute.timeout, outcomes)  # 6. graded or timed out, and why
     return WorkerReport(status=status, score=score, max_score=max_score, detail=detail, cells=cells,
                         checks=outcomes, **timings)
@@ -230,9 +230,13 @@ def _settle_points(config, lab: str, student: str, outcomes: list[CheckResult]) 
         no_extra_credit(gradebook, lab, student)
 
 
-def _generate_feedback(config, lab: str, student: str) -> bool:
+def _generate_feedback(config, lab: str, student: str, outcomes: list[CheckResult]) -> bool:
+    """nbgrader's generate_feedback, its preprocessors given one more when there are checks: their block first in
+    each page (``verdicts.with_checks_block``)."""
     from nbgrader.converters import GenerateFeedback
 
+    if outcomes:
+        config.GenerateFeedback.preprocessors = with_checks_block(config.GenerateFeedback.preprocessors, outcomes)
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
         sys.stderr.write(feedback.get("error", ""))
@@ -249,14 +253,6 @@ def _scores(config, lab: str, student: str) -> tuple[float, float, list[CellGrad
                            auto_score=grade.auto_score)
                  for nb in submission.notebooks for grade in nb.grades]
         return float(submission.score), float(submission.max_score), cells
-
-
-def _finish_feedback(pages: Path, outcomes: list[CheckResult]) -> None:
-    """The checks' table and state traces at the top of each feedback page, then a security policy first in every
-    page (``inert_feedback_pages``)."""
-    if outcomes:
-        add_summary_to_feedback(pages, outcomes)
-    inert_feedback_pages(pages)
 
 
 def _status(timeouts: list[str], cell_timeout: float, outcomes: list[CheckResult]) -> tuple[Status, str]:
