@@ -3,21 +3,23 @@
     .venv/bin/python benchmarks/trace_cost.py [LAB] [--runs 5]
 
 Runs LAB's solution notebook once (default lab02_keyed_state, whose checks trace Parts B and C) with its hidden
-checks, then runs those checks again on what it left, ``--runs`` times with the traces and ``--runs`` times with
-``trace_state`` made a no-op, alternately, in one Spark session (as the grader's checks process does). Printed: the
-medians of the whole checks' time, the batches traced and the reading time per traced batch.
+checks, as ``streamlab check --hidden-checks`` does, keeping what it left; then runs those checks again on it,
+``--runs`` times with the traces and ``--runs`` times with ``trace_state`` made a no-op, alternately, in one Spark
+session (as the grader's checks process does). Printed: the medians of the whole checks' time, the batches traced
+and the reading time per traced batch.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import shutil
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from streamlab.grading.hidden_checks import Artifacts, load_checks, run_checks, try_lab
+from streamlab.grading.hidden_checks import Artifacts, load_checks, run_checks
+from streamlab.grading.sandbox.isolation import delete_prefixed_topics
+from streamlab.grading.selfcheck import format_report, run_selfcheck
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,14 +30,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     notebook = ROOT / "solutions" / args.lab / f"{args.lab}.ipynb"
-    with contextlib.redirect_stdout(io.StringIO()):
-        results = try_lab(notebook)
-    if not all(r.passed for r in results):
-        print("the solution does not pass its own checks:", [r for r in results if not r.passed])
-        return 1
-    import os
+    ran = run_selfcheck(notebook, hidden_checks=True, keep=True)
+    try:
+        if not ran.passed:
+            print("the solution does not pass its own checks:\n" + format_report(ran))
+            return 1
+        return measure(args, Artifacts(ran.kept["data_dir"], ran.kept["topic_prefix"]))
+    finally:
+        if ran.kept:
+            delete_prefixed_topics(ran.kept["topic_prefix"])
+            shutil.rmtree(Path(ran.kept["data_dir"]).parents[1], ignore_errors=True)  # the check's work folder
 
-    artifacts = Artifacts(os.environ["STREAMLAB_DATA_DIR"], os.environ["STREAMLAB_TOPIC_PREFIX"])
+
+def measure(args, artifacts: Artifacts) -> int:
     checks = load_checks(ROOT / "solutions" / args.lab / "hidden_checks.py")
     traced = Artifacts.trace_state
 

@@ -105,7 +105,8 @@ def cmd_check(args) -> int:
     print(f"Running a copy of {args.notebook} from the top in a fresh kernel, as the grader will "
           f"(your file is not changed) ...", flush=True)
     try:
-        result = run_selfcheck(Path(args.notebook), timeout_s=args.timeout, cell_timeout_s=args.cell_timeout)
+        result = run_selfcheck(Path(args.notebook), timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
+                               hidden_checks=args.hidden_checks)
     except GradingError as err:
         print(f"streamlab check: {err}", file=sys.stderr)
         return 2
@@ -167,6 +168,9 @@ def add_grade_command(sub) -> None:
                        help=f"seconds allowed for the whole notebook (default {DEFAULT_TIMEOUT_S}, as the grader)")
     check.add_argument("--cell-timeout", type=float, default=None,
                        help="seconds allowed per cell (default: nbgrader_config.py, 300, as the grader)")
+    check.add_argument("--hidden-checks", action="store_true",
+                       help="lab authors, in the course's private repository: grade from solutions/ and run the "
+                            "lab's hidden_checks.py too, as the grader does")
     check.set_defaults(func=cmd_check)
 
     release = sub.add_parser("release-labs", help="generate the student labs in labs/ from solutions/",

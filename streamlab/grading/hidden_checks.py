@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..lessons.checkpoint import Checkpoint
-from ..stack.kafka import RecordTooLarge, bootstrap_servers, end_offsets, list_topics, read_topic
-from ..stack.paths import data_dir, project_root
+from ..stack.kafka import RecordTooLarge, end_offsets, list_topics, read_topic
+from ..stack.paths import data_dir
 from ..stack.session import spark as get_spark
 from .bounds import FETCH_BYTES, RECORD_BYTES, TooLarge, scan_checkpoint
 from .outputs.results import TRACE_BATCHES, CheckResult
@@ -307,60 +307,3 @@ def load_checks(path: str | Path, expected_sha256: str | None = None):
     finally:
         sys.modules.pop(name, None)
     return module
-
-
-def try_lab(notebook: str | Path, checks: str | Path | None = None, *, cell_timeout: int = 300) -> list[CheckResult]:
-    """For lab authors: run ``notebook`` top to bottom in a fresh kernel with a fresh data folder
-    and topic prefix (as the grader does), then run the lab's hidden checks on what it left.
-
-        python -m streamlab.grading.hidden_checks solutions/lab02_keyed_state/lab02_keyed_state.ipynb
-
-    Prints each test cell's outcome in the notebook and each hidden check's result.
-    """
-    import secrets
-    import tempfile
-
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    notebook = Path(notebook).resolve()
-    checks = Path(checks) if checks else _lab_checks_file(notebook)
-
-    os.environ["KAFKA_BOOTSTRAP_SERVERS"] = bootstrap_servers()  # before the data dir changes
-    tag = f"try-{secrets.token_hex(3)}-"
-    workdir = Path(tempfile.mkdtemp(prefix="streamlab-try-"))
-    os.environ.update({"STREAMLAB_DATA_DIR": str(workdir), "STREAMLAB_TOPIC_PREFIX": tag,
-                       "NBGRADER_EXECUTION": "autograde"})
-    nb = nbformat.read(notebook, as_version=4)
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(notebook.parent)}})
-    try:
-        client.execute()
-    except CellExecutionError as err:  # pragma: no cover - allow_errors keeps going
-        print(err)
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade"):
-            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-            stderr = [o for o in cell.get("outputs", []) if o.get("name") == "stderr"]
-            state = f"FAIL {errors[0]['ename']}: {errors[0]['evalue'][:150]}" if errors else (
-                "FAIL (stderr)" if stderr else "pass")
-            print(f"notebook test {meta['grade_id']:<28} {meta.get('points')} pts  {state}")
-    results = run_checks(load_checks(checks), Artifacts(workdir, tag))
-    for r in results:
-        print(f"hidden check {r.name:<20} {'pass' if r.passed else 'FAIL'}  {', '.join(r.cells)}  {r.detail}")
-    return results
-
-
-def _lab_checks_file(notebook: Path) -> Path:
-    """solutions/<lab>/hidden_checks.py for a notebook of that lab (solution, released or submitted)."""
-    lab = notebook.parent.name
-    return project_root() / "solutions" / lab / "hidden_checks.py"
-
-
-if __name__ == "__main__":  # pragma: no cover - a lab author's tool
-    import sys
-
-    outcome = try_lab(*sys.argv[1:3])
-    sys.exit(0 if all(r.passed for r in outcome) else 1)

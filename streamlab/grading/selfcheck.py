@@ -16,6 +16,11 @@ each part the cell that failed (read from the notebook as the worker saved it af
 
 What it cannot do: your notebook holds only the visible tests. The grader also runs hidden tests and
 checks what each part left behind, so passing here is necessary, not sufficient.
+
+Lab authors, in the course's private repository: ``streamlab check NOTEBOOK --hidden-checks`` makes the
+course from solutions/<lab>/ instead, as ``streamlab grade`` does, and the worker runs the lab's
+hidden_checks.py on what the notebook left: the table then shows each check, and the points the checks
+took back. ``keep=True`` (for benchmarks) keeps the run's data folder and topics (``SelfCheck.kept``).
 """
 from __future__ import annotations
 
@@ -29,13 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..stack.kafka import bootstrap_servers
-from .labs import GradingError, labs_dir, nbgrader_config
-from .outputs.results import Outcome, Status, WorkerReport
+from .labs import GradingError, labs_dir, nbgrader_config, solutions_dir
+from .outputs.results import CheckResult, Outcome, Status, WorkerReport
 from .run.course import course_for, make_template
 from .run.grader import DEFAULT_TIMEOUT_S
 from .run.submissions import SubmissionRefused, check_notebook_bytes, read_submitted_file
 from .sandbox.isolation import delete_prefixed_topics, submission_environment
 from .workers.context import SubmissionContext
+from .workers.hidden import checks_file, checks_work, file_sha256
 from .workers.warm import WarmWorker
 
 
@@ -60,6 +66,8 @@ class SelfCheck:
     seconds: float = 0.0
     tag: str = ""          # the process tag the run's processes carried
     limits: str = ""       # the time limits it ran with, as the report says them
+    checks: list[CheckResult] = field(default_factory=list)  # the lab's hidden checks (--hidden-checks only)
+    kept: dict[str, str] = field(default_factory=dict)       # keep=True: {"data_dir", "topic_prefix"} of the run
 
     def __post_init__(self):
         self.status = Status(self.status)
@@ -67,7 +75,7 @@ class SelfCheck:
     @property
     def passed(self) -> bool:
         return (self.status is Status.GRADED and bool(self.parts)
-                and all(p.outcome == Outcome.PASSED for p in self.parts))
+                and all(p.outcome == Outcome.PASSED for p in self.parts) and all(c.passed for c in self.checks))
 
     @property
     def exit_code(self) -> int:
@@ -127,13 +135,14 @@ def _ran(cell) -> bool:
     return cell.get("execution_count") is not None or bool(cell.get("outputs"))
 
 
-def parts_of(nb, *, scores: dict[str, float] | None = None, cell_timeout_s: float | None = None,
-             stopped: tuple[str, str] | None = None) -> list[Part]:
+def parts_of(nb, *, scores: dict[str, float] | None = None, withdrawn: dict[str, str] | None = None,
+             cell_timeout_s: float | None = None, stopped: tuple[str, str] | None = None) -> list[Part]:
     """The graded test cells of an executed (maybe partly executed) notebook, each with its outcome.
 
     ``scores``: the points nbgrader's gradebook gave each test cell (by grade id); a cell that ran without an
     error but got fewer than its points fails with the reason (partial credit). None: the run was not scored
-    (the grader gives it 0), and each part is said as it ran. A test that failed because an earlier cell
+    (the grader gives it 0), and each part is said as it ran. ``withdrawn``: the cells whose points a hidden
+    check took back, and why. A test that failed because an earlier cell
     raised (a NameError for a result never made) is blamed on the latest such cell since the last test that
     passed. ``stopped``: (outcome, why) when the run was cut short: the first code cell that did not run was
     the one running then.
@@ -166,7 +175,8 @@ def parts_of(nb, *, scores: dict[str, float] | None = None, cell_timeout_s: floa
                 part.message = "not reached: the notebook stopped before this cell" if reached_stop else "did not run"
         elif failure is None:
             part.earned = part.points if scores is None else float(scores.get(part.grade_id) or 0)
-            why = _partial(part.earned, part.points) if part.earned < part.points else ""
+            why = (withdrawn or {}).get(part.grade_id) or (
+                _partial(part.earned, part.points) if part.earned < part.points else "")
             part.outcome, upstream = (Outcome.FAILED, upstream) if why else (Outcome.PASSED, None)
             part.message, part.cell = why, part.grade_id if why else ""
             if scores is None:
@@ -231,8 +241,9 @@ STUDENT = "you"  # the one submission's student id in the self-check's own cours
 
 
 def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_timeout_s: float | None = None,
-                  bootstrap: str | None = None) -> SelfCheck:
-    """Run a copy of ``notebook`` like the grader (see the module doc) and say how each part went."""
+                  bootstrap: str | None = None, hidden_checks: bool = False, keep: bool = False) -> SelfCheck:
+    """Run a copy of ``notebook`` like the grader (see the module doc) and say how each part went.
+    ``hidden_checks``: a lab author's run, from solutions/ and with the lab's hidden checks."""
     import nbformat
 
     notebook, started = Path(notebook), time.monotonic()
@@ -258,7 +269,16 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
     result = SelfCheck(str(notebook), Status.ERROR, notes=notes, tag=tag,
                        limits=f"limits: {timeout_s:g} s in all, {cell_timeout_s:g} s per cell")
     try:
-        if path is None:  # the lab is the notebook itself: its own test cells are the ones put back
+        checks = None
+        if hidden_checks:  # a lab author's run: the lab as solutions/ holds it, and its hidden checks
+            if path is None:
+                raise GradingError(f"no released lab in {labs_dir()} shares this notebook's cells, so its "
+                                   f"hidden checks are not known (make labs releases it)")
+            lab, name, source = path.parent.name, path.stem, solutions_dir() / path.parent.name
+            checks = checks_file(solutions_dir(), lab)
+            if checks is None:
+                raise GradingError(f"{solutions_dir() / lab} has no hidden_checks.py")
+        elif path is None:  # the lab is the notebook itself: its own test cells are the ones put back
             lab = name = re.sub(r"[^A-Za-z0-9_-]", "_", notebook.stem) or "notebook"
             source = workdir / "own"
             source.mkdir()
@@ -271,7 +291,8 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
         context = SubmissionContext(lab=lab, student=STUDENT, course=str(course), log=str(workdir / "run.log"),
                                     env=env, cell_timeout=cell_timeout_s, progress=str(workdir / "progress.ipynb"))
         worker = WarmWorker(f"{tag}-worker", cwd=workdir, log_path=workdir / "worker.log",
-                            env=submission_environment(f"{tag}-worker", bootstrap=bootstrap, workdir=workdir / "w"))
+                            env=submission_environment(f"{tag}-worker", bootstrap=bootstrap, workdir=workdir / "w"),
+                            checks=checks, checks_sha256=file_sha256(checks) if checks else None)
         try:
             report, _ = worker.report(context, timeout_s=timeout_s)
         finally:
@@ -280,8 +301,12 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
     except GradingError as err:  # the course could not be made, or the worker died without a report
         result.status, result.detail = Status.ERROR, _first_error(str(err))
     finally:
-        delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
-        shutil.rmtree(workdir, ignore_errors=True)
+        if keep:
+            result.kept = {"data_dir": env["STREAMLAB_DATA_DIR"], "topic_prefix": env["STREAMLAB_TOPIC_PREFIX"]}
+        else:
+            delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
+            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(checks_work(workdir / "work" / "data"), ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 1)
     return result
 
@@ -322,7 +347,10 @@ def _read_report(result: SelfCheck, report: WorkerReport, progress: Path, nb, re
             stopped = (Outcome.FAILED, "the run stopped here (see above)")
     ran, _ = IgnorePattern(config=nbgrader_config(progress.parent)).preprocess(ran, {})  # Spark's log lines
     scores = {cell.grade_id: cell.score or 0.0 for cell in report.cells} if report.scored else None
-    result.parts = parts_of(ran, scores=scores, cell_timeout_s=cell_timeout_s, stopped=stopped)
+    result.checks = list(report.checks)
+    withdrawn = {cell: f"not confirmed by the hidden check {check.name}: {check.detail}"
+                 for check in reversed(result.checks) if not check.passed for cell in check.cells}
+    result.parts = parts_of(ran, scores=scores, withdrawn=withdrawn, cell_timeout_s=cell_timeout_s, stopped=stopped)
     have = {p.grade_id for p in result.parts}
     result.parts += [Part(_meta(c)["grade_id"], float(_meta(c).get("points") or 0), Outcome.FAILED,
                           "this test cell is missing from your notebook: the grader scores it 0")
@@ -337,7 +365,8 @@ def _points(value: float) -> str:
 def format_report(result: SelfCheck, message_width: int = 90) -> str:
     """The table ``streamlab check`` prints: part, points, passed or why not, the cell that failed."""
     limits = f"; {result.limits}" if result.limits else ""
-    lines = [f"Self-check of {result.notebook} ({result.seconds:.0f} s{limits}; visible tests only)", ""]
+    scope = "tests and hidden checks, from solutions/" if result.checks else "visible tests only"
+    lines = [f"Self-check of {result.notebook} ({result.seconds:.0f} s{limits}; {scope})", ""]
     if result.status is Status.INVALID or (not result.parts and result.detail):
         return "\n".join(lines + [f"Could not check it: {result.detail}"])
     rows = [["part", "points", "result", "failed in"]]
@@ -349,16 +378,22 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
         rows.append([part.grade_id, _points(part.points), text, part.cell])
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    if result.checks:
+        lines += ["", "Hidden checks (the grader's, run on what the notebook left):"]
+        lines += [f"  {c.name}: {c.outcome}" + ("" if c.passed else f": {c.detail}") + f" (cells {', '.join(c.cells)})"
+                  for c in result.checks]
     earned = sum(p.earned for p in result.parts)
     total = sum(p.points for p in result.parts)
     todo = sum(p.outcome != Outcome.PASSED for p in result.parts)
-    lines += ["", f"Visible tests: {_points(earned)} of {_points(total)} points pass"
+    what = "Tests and hidden checks" if result.checks else "Visible tests"
+    lines += ["", f"{what}: {_points(earned)} of {_points(total)} points pass"
                   + (f"; {todo} part(s) to fix." if todo else ".")]
     if result.status is not Status.GRADED:
         lines.append(f"The run did not end normally ({result.status}): {result.detail}")
         if not any(p.earned for p in result.parts) and any(p.outcome == Outcome.PASSED for p in result.parts):
             lines.append("The grader scores such a run 0: the parts said passed above ran, but earn nothing.")
     lines += [f"Note: {note}" for note in result.notes]
-    lines.append("The grader also runs hidden tests and checks what each part left behind (its checkpoints "
-                 "and topics), so passing here is needed for full marks but does not promise them.")
+    if not result.checks:
+        lines.append("The grader also runs hidden tests and checks what each part left behind (its checkpoints "
+                     "and topics), so passing here is needed for full marks but does not promise them.")
     return "\n".join(lines)

@@ -128,6 +128,8 @@ def test_a_test_cell_gets_the_points_nbgrader_gave_it():
     assert (parts["test_text"].outcome, parts["test_text"].earned) == (PASSED, 1.0)
     report = format_report(SelfCheck("lab.ipynb", Status.GRADED, list(parts.values())))
     assert "Visible tests: 1.50 of 4 points pass; 2 part(s) to fix." in report
+    withdrawn = parts_of(nb, scores={"test_text": 0}, withdrawn={"test_text": "not confirmed by the hidden check x: y"})
+    assert (withdrawn[2].outcome, withdrawn[2].message) == (FAILED, "not confirmed by the hidden check x: y")
     unscored = parts_of(nb, scores=None)  # a run the grader could not score (crashed): each part as it ran, no points
     assert [p.outcome for p in unscored] == [PASSED] * 3 and sum(p.earned for p in unscored) == 0
 
@@ -272,9 +274,10 @@ def run_tag(monkeypatch, kafka_bootstrap):
 
 @pytest.mark.labs
 @pytest.mark.timeout(900)
-def test_reference_passes_every_visible_part(tmp_path, run_tag):
-    """The reference passes; a test cell it made fail is put back by nbgrader's autograde (as the grader does),
-    and the table says so."""
+def test_reference_passes_every_part_and_every_hidden_check(tmp_path, run_tag):
+    """A lab author's run (--hidden-checks: the course from solutions/, the lab's hidden checks after the notebook,
+    as the grader runs them): the reference passes every part and every check. A test cell it made fail is put
+    back by nbgrader's autograde (as the grader does), and the table says so."""
     path = tmp_path / "my_lab01.ipynb"
     nb = grading.reference_notebook(LAB)
     edited = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
@@ -282,8 +285,8 @@ def test_reference_passes_every_visible_part(tmp_path, run_tag):
     nbformat.write(nb, path)
     before = _snapshot(tmp_path)
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(path)], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=DEFAULT_TIMEOUT_S + 60)
+    proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(path), "--hidden-checks"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=DEFAULT_TIMEOUT_S + 60)
     print(proc.stdout, f"({time.monotonic() - started:.0f} s)")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     tests = [c.metadata.nbgrader.grade_id for c in grading.released_notebook(LAB).cells if
@@ -291,7 +294,9 @@ def test_reference_passes_every_visible_part(tmp_path, run_tag):
     for gid in tests:
         row = next((line for line in proc.stdout.splitlines() if line.startswith(gid + " ")), None)
         assert row is not None and row.split()[2] == "passed", proc.stdout
-    assert "Visible tests: 10 of 10 points pass." in proc.stdout
+    assert "Tests and hidden checks: 10 of 10 points pass." in proc.stdout
+    checks = [line for line in proc.stdout.splitlines() if line.startswith("  ") and "(cells " in line]
+    assert len(checks) == 5 and all(": passed (cells" in line for line in checks), proc.stdout
     assert f"Note: {edited.metadata.nbgrader.grade_id}: you changed this locked cell" in proc.stdout
     assert _snapshot(tmp_path) == before, "the learner's file is untouched and nothing is written next to it"
 
