@@ -36,8 +36,8 @@ from .context import SubmissionContext
 
 
 @dataclass
-class Outcome:
-    """How one submission's turn on a warm worker ended."""
+class Turn:
+    """How one submission's turn on a warm worker ended (``results.Outcome`` is a test's or a check's)."""
     report: WorkerReport | None   # None: the worker died or was stopped without reporting
     hit_limit: bool               # still running at the whole-submission limit (then stopped)
     killed: int                   # processes stopped afterwards (left running by the notebook)
@@ -73,7 +73,7 @@ class WarmWorker:
         self.channel = Connection(ours.detach())
         self.started += 1
 
-    def grade(self, context: SubmissionContext, *, timeout_s: float) -> Outcome:
+    def grade(self, context: SubmissionContext, *, timeout_s: float) -> Turn:
         """Send one submission (``context``) and wait at most ``timeout_s`` for its report; then sweep away
         what the student left running (the processes carrying ``context.tag``)."""
         student_tag = context.tag
@@ -104,19 +104,18 @@ class WarmWorker:
             self._stop()
         else:
             killed = kill_submission_processes(None, student_tag)
-        return Outcome(report, hit_limit, killed, detail)
+        return Turn(report, hit_limit, killed, detail)
 
     def report(self, context: SubmissionContext, *, timeout_s: float) -> tuple[WorkerReport, int]:
         """``grade``, then what it came to: the worker's report (timed out at ``timeout_s``: a report saying so),
         and how many processes left running were stopped. GradingError if the worker died without one."""
-        outcome = self.grade(context, timeout_s=timeout_s)
-        if outcome.hit_limit:
+        turn = self.grade(context, timeout_s=timeout_s)
+        if turn.hit_limit:
             return WorkerReport.no_result(Status.TIMED_OUT, f"the submission did not finish within {timeout_s:g} s; "
-                                                            f"it was stopped (with its kernel and Spark)"), \
-                outcome.killed
-        if outcome.report is None:
-            raise GradingError(f"{outcome.detail}; see {context.log} and {self.log_path}")
-        return outcome.report, outcome.killed
+                                                            f"it was stopped (with its kernel and Spark)"), turn.killed
+        if turn.report is None:
+            raise GradingError(f"{turn.detail}; see {context.log} and {self.log_path}")
+        return turn.report, turn.killed
 
     def _stop(self) -> None:
         if self.channel is not None:
