@@ -41,7 +41,7 @@ from .run.grader import DEFAULT_TIMEOUT_S
 from .run.submissions import SubmissionRefused, check_notebook_bytes, read_submitted_file
 from .sandbox.isolation import delete_prefixed_topics, submission_environment
 from .workers.context import SubmissionContext
-from .workers.hidden import checks_file, checks_work, file_sha256
+from .workers.hidden import checks_file, file_sha256
 from .workers.warm import WarmWorker
 
 
@@ -174,13 +174,11 @@ def parts_of(nb, *, scores: dict[str, float] | None = None, withdrawn: dict[str,
             else:
                 part.message = "not reached: the notebook stopped before this cell" if reached_stop else "did not run"
         elif failure is None:
-            part.earned = part.points if scores is None else float(scores.get(part.grade_id) or 0)
-            why = (withdrawn or {}).get(part.grade_id) or (
-                _partial(part.earned, part.points) if part.earned < part.points else "")
+            given = part.points if scores is None else float(scores.get(part.grade_id) or 0)
+            why = (withdrawn or {}).get(part.grade_id) or (_partial(given, part.points) if given < part.points else "")
             part.outcome, upstream = (Outcome.FAILED, upstream) if why else (Outcome.PASSED, None)
             part.message, part.cell = why, part.grade_id if why else ""
-            if scores is None:
-                part.earned = 0.0  # the grader gives a run it could not score nothing
+            part.earned = 0.0 if scores is None else given  # the grader gives a run it could not score nothing
         elif failure[0] == "timeout":
             part.outcome, part.cell = Outcome.TIMED_OUT, part.grade_id
             part.message = f"still running after {cell_timeout_s or 'the per-cell limit'} s, then interrupted"
@@ -260,7 +258,8 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
     notes = changed_locked_cells(nb, released) if path and path.resolve() != notebook.resolve() else []
     if path is None:
         notes.append(f"no released lab in {labs_dir()} shares this notebook's cells: its test cells run as they are")
-    cell_timeout_s = cell_timeout_s or nbgrader_config(Path(tempfile.gettempdir())).Execute.timeout
+    config = nbgrader_config(Path(tempfile.gettempdir()))  # the course's settings: limits, IgnorePattern
+    cell_timeout_s = cell_timeout_s or config.Execute.timeout
     # Every process of the run carries this tag (the tests choose its start: STREAMLAB_GRADE_RUN_TAG)
     tag = f"{os.environ.get('STREAMLAB_GRADE_RUN_TAG') or 'check'}-{secrets.token_hex(4)}"
     workdir = Path(tempfile.mkdtemp(prefix="streamlab-check-"))
@@ -297,7 +296,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
             report, _ = worker.report(context, timeout_s=timeout_s)
         finally:
             worker.close()
-        _read_report(result, report, workdir / "progress.ipynb", nb, released, cell_timeout_s, timeout_s)
+        _read_report(result, report, workdir / "progress.ipynb", nb, released, config, cell_timeout_s, timeout_s)
     except GradingError as err:  # the course could not be made, or the worker died without a report
         result.status, result.detail = Status.ERROR, _first_error(str(err))
     finally:
@@ -305,8 +304,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
             result.kept = {"data_dir": env["STREAMLAB_DATA_DIR"], "topic_prefix": env["STREAMLAB_TOPIC_PREFIX"]}
         else:
             delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
-            shutil.rmtree(workdir, ignore_errors=True)
-            shutil.rmtree(checks_work(workdir / "work" / "data"), ignore_errors=True)
+            shutil.rmtree(workdir, ignore_errors=True)  # the checks' work folder too: it is beside "work", in it
     result.seconds = round(time.monotonic() - started, 1)
     return result
 
@@ -319,8 +317,8 @@ def _first_error(text: str) -> str:
     return f"{lines[0]} {said}".strip()[:400] if lines else "no message"
 
 
-def _read_report(result: SelfCheck, report: WorkerReport, progress: Path, nb, released, cell_timeout_s: float,
-                 timeout_s: float) -> None:
+def _read_report(result: SelfCheck, report: WorkerReport, progress: Path, nb, released, config,
+                 cell_timeout_s: float, timeout_s: float) -> None:
     """Fill ``result`` from the worker's report and the notebook as it saved it after every cell."""
     import nbformat
     from nbgrader.preprocessors import IgnorePattern
@@ -345,7 +343,7 @@ def _read_report(result: SelfCheck, report: WorkerReport, progress: Path, nb, re
                        f"still running when the time for the whole notebook ({timeout_s:g} s) ran out")
         elif not end.get("complete"):
             stopped = (Outcome.FAILED, "the run stopped here (see above)")
-    ran, _ = IgnorePattern(config=nbgrader_config(progress.parent)).preprocess(ran, {})  # Spark's log lines
+    ran, _ = IgnorePattern(config=config).preprocess(ran, {})  # Spark's log lines are no failure
     scores = {cell.grade_id: cell.score or 0.0 for cell in report.cells} if report.scored else None
     result.checks = list(report.checks)
     withdrawn = {cell: f"not confirmed by the hidden check {check.name}: {check.detail}"
