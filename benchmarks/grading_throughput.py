@@ -33,7 +33,7 @@ from nbclient import NotebookClient
 
 from streamlab import grading
 from streamlab.grading.sandbox.isolation import (
-    delete_prefixed_topics,
+    delete_prefixed,
     kill_submission_processes,
     submission_environment,
 )
@@ -53,7 +53,7 @@ def own_time(lab: str, notebook) -> float:
         return time.monotonic() - started
     finally:
         kill_submission_processes(None, tag)
-        delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
+        delete_prefixed(env["STREAMLAB_TOPIC_PREFIX"])
         shutil.rmtree(workdir, ignore_errors=True)
 
 

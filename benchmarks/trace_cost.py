@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from streamlab.grading.hidden_checks import Artifacts, load_checks, run_checks
-from streamlab.grading.sandbox.isolation import delete_prefixed_topics
+from streamlab.grading.sandbox.isolation import delete_prefixed
 from streamlab.grading.selfcheck import format_report, run_selfcheck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def main() -> int:
         return measure(args, Artifacts(ran.kept["data_dir"], ran.kept["topic_prefix"]))
     finally:
         if ran.kept:
-            delete_prefixed_topics(ran.kept["topic_prefix"])
+            delete_prefixed(ran.kept["topic_prefix"])
             shutil.rmtree(Path(ran.kept["data_dir"]).parents[1], ignore_errors=True)  # the check's work folder
 
 

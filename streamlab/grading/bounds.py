@@ -14,6 +14,8 @@ from functools import cache
 MB = 2**20
 
 NOTEBOOK_BYTES = 64 * MB          # the submitted file, by stat() before it is opened (a lab with outputs: < 2 MB)
+NOTEBOOK_CONTAINERS = 200_000     # JSON objects and arrays in it, counted before it is parsed (a lab: < 5,000;
+                                  # each becomes a NotebookNode of ~1 kB in nbgrader: 10 M of them took 14 GB)
 CELL_OUTPUT_BYTES = 1 * MB        # one cell's outputs, as the grader keeps them (a lesson's plot: ~60 kB)
 NOTEBOOK_OUTPUT_BYTES = 5 * MB    # all the outputs of a notebook together
 KERNEL_MESSAGE_BYTES = 8 * MB     # one message from the kernel (ZeroMQ refuses a larger one)
@@ -34,6 +36,16 @@ STATE_SUFFIXES = (".zip", ".delta", ".snapshot", ".changelog", ".sst")  # state 
 
 class TooLarge(ValueError):
     """Something a student made is larger than the grader reads; the message says what and how large."""
+
+
+def json_containers(data: bytes) -> int:
+    """How many JSON objects and arrays ``data`` holds at most: its ``{`` and ``[`` outside strings, counted
+    without parsing it (a parse is what costs memory)."""
+    import re
+
+    # possessive: linear in the size, whatever the strings hold (a 64 MB notebook in about a second)
+    outside_strings = re.sub(rb'"(?:[^"\\]++|\\.)*+"', b"", data)
+    return outside_strings.count(b"{") + outside_strings.count(b"[")
 
 
 def scan_checkpoint(folder) -> None:
@@ -120,6 +132,9 @@ def bounded_execute():
 
     class BoundedExecute(Execute):
         progress = Unicode("", help="save the notebook here after every cell ('': not saved)").tag(config=True)
+        # The exception that stopped the last run (None: none did), as the grader saw it: its type says whether
+        # the kernel died or a cell could not be stopped, never text the notebook printed.
+        last_failure: BaseException | None = None
 
         # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection; a cell whose
         # "idle" was dropped with it ends after iopub_timeout instead of failing the whole notebook. But a
@@ -137,11 +152,13 @@ def bounded_execute():
 
         def preprocess(self, nb, resources=None, km=None):
             self._kept = {}        # cell index -> bytes of output kept
+            self._sizes = {}       # (cell index, output index) -> bytes, of the outputs shown with a display id
             self._noted = set()    # cells whose outputs were cut (noted once)
             self._total = 0
             try:
                 nb, resources = super().preprocess(nb, resources, km)
             except Exception as err:  # the kernel died, or a cell could not be interrupted
+                type(self).last_failure = err
                 # the cells that finished, as last saved: the first one missing is the one that was running
                 last = Path(self.progress) if self.progress else None
                 saved = nbformat.read(last, as_version=4) if last and last.exists() else nb
@@ -165,7 +182,7 @@ def bounded_execute():
             path.with_suffix(".tmp").replace(path)
 
         def output(self, outs, msg, display_id, cell_index):
-            size = len(json.dumps(msg.get("content", {}), default=str))
+            size = _size(msg)
             kept = self._kept.get(cell_index, 0)
             if kept + size > CELL_OUTPUT_BYTES or self._total + size > NOTEBOOK_OUTPUT_BYTES:
                 if cell_index not in self._noted:
@@ -180,12 +197,31 @@ def bounded_execute():
                 return None
             self._kept[cell_index] = kept + size
             self._total += size
-            return super().output(outs, msg, display_id, cell_index)
+            out = super().output(outs, msg, display_id, cell_index)
+            if out is not None and display_id:
+                self._sizes[(cell_index, len(outs) - 1)] = size
+            return out
 
         def _update_display_id(self, display_id, msg):
-            if len(json.dumps(msg.get("content", {}), default=str)) > CELL_OUTPUT_BYTES:
-                return  # an update as large as a cell's whole budget is not kept
+            # nbclient puts the update into every output shown with that display id, and the notebook is
+            # written with a copy in each: every copy counts, less the output it replaces
+            size = _size(msg)
+            targets = [(cell, index) for cell, indices in self._display_id_map.get(display_id, {}).items()
+                       for index in indices]
+            grows: dict[int, int] = {}
+            for cell, index in targets:
+                grows[cell] = grows.get(cell, 0) + size - self._sizes.get((cell, index), 0)
+            if size > CELL_OUTPUT_BYTES or self._total + sum(grows.values()) > NOTEBOOK_OUTPUT_BYTES or any(
+                    self._kept.get(cell, 0) + more > CELL_OUTPUT_BYTES for cell, more in grows.items()):
+                return  # not kept: the outputs keep what they showed
+            for cell, more in grows.items():
+                self._kept[cell] = self._kept.get(cell, 0) + more
+            self._total += sum(grows.values())
+            self._sizes.update({target: size for target in targets})
             super()._update_display_id(display_id, msg)
+
+    def _size(msg) -> int:
+        return len(json.dumps(msg.get("content", {}), default=str))
 
     return BoundedExecute
 

@@ -266,8 +266,14 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
-    """Run every hidden check of a lab's ``hidden_checks.py``; never raises for a failing part."""
+class RuntimeBroke(RuntimeError):
+    """A check could not give a verdict: the checks' own runtime failed (see ``run_checks``'s ``broke``)."""
+
+
+def run_checks(module, artifacts: Artifacts, broke=None) -> list[CheckResult]:
+    """Run every hidden check of a lab's ``hidden_checks.py``; never raises for a failing part. ``broke``: a
+    function that says why an exception a check raised is the checks' runtime failing (their JVM, the broker),
+    not the part being wrong (None: it is the part's); then ``RuntimeBroke`` is raised, and no verdict given."""
     results = []
     for item in checks_of(module):
         artifacts.traces = []
@@ -277,6 +283,9 @@ def run_checks(module, artifacts: Artifacts) -> list[CheckResult]:
             message = str(err).strip() or "a hidden check failed"
             result = CheckResult(item.name, list(item.cells), False, message.splitlines()[0][:300])
         except Exception as err:  # a missing or malformed artifact: the part scores 0, with why
+            why = broke(err) if broke is not None else None
+            if why:
+                raise RuntimeBroke(f"{item.name}: {why}") from err
             first = (str(err).strip().splitlines() or [""])[0][:300]
             result = CheckResult(item.name, list(item.cells), False, f"{type(err).__name__}: {first}")
         else:

@@ -39,7 +39,7 @@ from .outputs.results import CheckResult, Outcome, Status, WorkerReport
 from .run.course import course_for, make_template
 from .run.grader import DEFAULT_TIMEOUT_S
 from .run.submissions import SubmissionRefused, check_notebook_bytes, read_submitted_file
-from .sandbox.isolation import delete_prefixed_topics, submission_environment
+from .sandbox.isolation import delete_prefixed, submission_environment
 from .workers.context import SubmissionContext
 from .workers.hidden import checks_file, file_sha256
 from .workers.warm import WarmWorker
@@ -303,7 +303,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
         if keep:
             result.kept = {"data_dir": env["STREAMLAB_DATA_DIR"], "topic_prefix": env["STREAMLAB_TOPIC_PREFIX"]}
         else:
-            delete_prefixed_topics(env["STREAMLAB_TOPIC_PREFIX"])
+            delete_prefixed(env["STREAMLAB_TOPIC_PREFIX"])
             shutil.rmtree(workdir, ignore_errors=True)  # the checks' work folder too: it is beside "work", in it
     result.seconds = round(time.monotonic() - started, 1)
     return result

@@ -28,6 +28,10 @@ BROKER_SETTINGS = {
     # back to a lesson after a week can still replay a topic from offset 0.
     "log.retention.hours": "-1",
     "delete.topic.enable": "true",
+    # The requests the broker is reading are held in one pool of this size (KIP-72); when it is full, the
+    # broker reads no more until requests are handled, instead of running its 512 MB heap out of memory
+    # when many clients send large requests at once. Kafka's default: no limit.
+    "queued.max.request.bytes": str(128 * 2**20),
     # Consumer groups start at once instead of waiting 3 s for more members.
     "group.initial.rebalance.delay.ms": "0",
     # Kafka's internal topics: one replica on one broker, and 4 partitions for committed offsets

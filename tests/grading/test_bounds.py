@@ -4,11 +4,14 @@ from __future__ import annotations
 import json
 import struct
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from streamlab.grading import bounds
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _checkpoint(root):
@@ -73,12 +76,19 @@ class _Messages:
         self.execute.reset_execution_trackers()
         self.execute.clear_before_next_output = False  # set per cell by nbclient as it starts one
         self.execute._kept, self.execute._noted, self.execute._total = {}, set(), 0
+        self.execute._sizes = {}
 
-    def send(self, outs, cell_index, size):
-        data = {"image/png": "A" * size}
-        msg = {"msg_type": "display_data", "parent_header": {"msg_id": "m"},
-               "content": {"data": data, "metadata": {}}, "header": {"msg_type": "display_data"}}
-        self.execute.output(outs, msg, None, cell_index)
+    @staticmethod
+    def message(size, kind="display_data", display_id=None):
+        return {"msg_type": kind, "parent_header": {"msg_id": "m"}, "header": {"msg_type": kind},
+                "content": {"data": {"image/png": "A" * size}, "metadata": {},
+                            "transient": {"display_id": display_id} if display_id else {}}}
+
+    def send(self, outs, cell_index, size, display_id=None):
+        self.execute.output(outs, self.message(size, display_id=display_id), display_id, cell_index)
+
+    def update(self, display_id, size):
+        self.execute._update_display_id(display_id, self.message(size, "update_display_data", display_id))
 
 
 def test_outputs_are_kept_up_to_each_cells_and_the_notebooks_cap():
@@ -95,6 +105,47 @@ def test_outputs_are_kept_up_to_each_cells_and_the_notebooks_cap():
     assert feed.execute._total <= bounds.NOTEBOOK_OUTPUT_BYTES
     assert "the notebook's outputs are limited to 5 MB" in outs[-1].text
     assert nbformat.v4.new_notebook()  # the notes are real nbformat outputs
+
+
+def test_a_display_update_counts_once_for_every_output_it_is_copied_into():
+    """One update of 0.9 MB, shown by display id in 1,000 outputs: the old cap looked at the update alone, so
+    nbclient copied it into all of them and the notebook the worker wrote was 950 MB (the worker 3.7 GB)."""
+    feed = _Messages()
+    feed.execute.nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell() for _ in range(10)])
+    for cell in feed.execute.nb.cells:
+        cell.outputs = []
+    for index, cell in enumerate(feed.execute.nb.cells):
+        for _ in range(100):
+            feed.send(cell.outputs, index, 10, display_id="same")
+    feed.update("same", 900_000)
+    written = len(nbformat.writes(feed.execute.nb))
+    assert written < bounds.NOTEBOOK_OUTPUT_BYTES, f"the notebook as written: {written / 2**20:.0f} MB"
+    assert all(len(o.data["image/png"]) == 10 for c in feed.execute.nb.cells for o in c.outputs)
+
+
+def test_display_updates_that_replace_their_own_size_keep_coming():
+    """sl.watch redraws one picture per batch by display id: each update replaces the last, so 50 of them
+    in one output cost the size of one."""
+    feed = _Messages()
+    feed.execute.nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell()])
+    outs = feed.execute.nb.cells[0].outputs = []
+    feed.send(outs, 0, 60_000, display_id="watch")
+    for batch in range(50):
+        feed.update("watch", 60_000 + batch)
+    assert len(outs[0].data["image/png"]) == 60_049
+    assert feed.execute._kept[0] < 2 * 70_000
+
+
+def test_a_notebook_of_millions_of_objects_is_refused_before_it_is_parsed():
+    """A 20 MB notebook whose metadata was [{},{},...] took the worker to 14 GB in nbgrader's hands."""
+    from streamlab.grading.run.submissions import check_notebook_bytes
+
+    swollen = b'{"cells": [], "metadata": {"x": [' + b"{}," * 7_000_000 + b'{}]}, "nbformat": 4, "nbformat_minor": 5}'
+    why = check_notebook_bytes(swollen, "swollen.ipynb")
+    assert why and "7000005 JSON objects and arrays" in why
+    for lab in sorted((ROOT / "solutions").glob("lab*/lab*.ipynb")):
+        assert bounds.json_containers(lab.read_bytes()) < bounds.NOTEBOOK_CONTAINERS / 20, lab
+    assert bounds.json_containers(b'["{[", {"a": "\\"}"}]') == 2  # brackets inside strings do not count
 
 
 def test_the_kernel_clients_sockets_refuse_large_messages():

@@ -9,7 +9,7 @@ import pytest
 from test_kafka_requests import create_topics
 
 from streamlab.grading.sandbox.door import KafkaDoor
-from streamlab.grading.sandbox.kafka_requests import TopicBudget
+from streamlab.grading.sandbox.kafka_requests import KafkaBudget
 
 
 class Recorder:
@@ -75,7 +75,7 @@ def test_connections_past_the_cap_are_closed_and_counted(tmp_path):
 
 def test_a_request_past_the_budget_never_reaches_the_broker(tmp_path):
     broker = Recorder()
-    door = KafkaDoor(tmp_path / "kafka.sock", broker.connect, budget=TopicBudget(prefix="s1-"))
+    door = KafkaDoor(tmp_path / "kafka.sock", broker.connect, budget=KafkaBudget(prefix="s1-"))
     client = socket.socket(socket.AF_UNIX)
     client.connect(str(tmp_path / "kafka.sock"))
     try:

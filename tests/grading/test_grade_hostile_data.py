@@ -23,6 +23,27 @@ before the victims, whose right grades are asserted:
                                                                      -> graded under its own exact name
     a newline in a name, and a 249-character name                    -> invalid notebook
     v1, zz_victim the reference answers                              -> full marks, under their own names
+
+And the third round, against what submissions *share* (the slot's log, the broker, the worker's memory, the
+grader's words and files), each family an attacker, with a reference graded right after the broker's heap:
+
+    i_stderr     1.3 GB to its stderr (the old grader's slot log reached 1 GB: every later kernel in that slot
+                 died at its first write, EFBIG, and was "crashed")       -> limit exceeded (disk), its own
+    j_heap       64 connections at once, each one 16 MB request, then 64 of 2 MB (the old door's caps: the
+                 broker's 512 MB heap ran out, the next two references were 0/10 with NoBrokersAvailable)
+    jz_reference the reference, graded right after j_heap                 -> full marks
+    k_configs    a topic of its own with segment.ms=1, and the same config altered onto another (the broker
+                 opened a file per request until it died, and stayed down) -> refused, by the door and by Kafka
+    l_txids      100 transactional ids (all kept by the broker for seven days) -> at most 16
+    m_bytes      350 MB to a topic of its own (the produce quota alone let a slot write ~18 GB) -> at most 256 MB
+    n_display    one 0.9 MB display update copied by display id into 1,000 outputs (a 950 MB notebook, a
+                 3.7 GB worker)                                            -> the update is not kept
+    o_expand     a 20 MB notebook whose metadata holds 7 million objects (the worker grew past 14 GB)
+                                                                          -> invalid notebook, never parsed
+    p_words      its query's output has a column named OutOfMemoryError, which a check's message quotes (the old
+                 runner read the words as the checks' JVM failing: a grader error, run after run) -> graded, 0
+    worker1      the reference, under the id whose log was the slot's own (it truncated it) -> full marks, its
+                 own log in logs/, the grader's in grader/
 """
 from __future__ import annotations
 
@@ -46,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]
 WHY_NOT = unavailable_reason()
 
-pytestmark = [pytest.mark.labs, pytest.mark.timeout(1500),
+pytestmark = [pytest.mark.labs, pytest.mark.timeout(2100),
               pytest.mark.skipif(WHY_NOT is not None, reason=f"no sandbox here: {WHY_NOT}")]
 
 # Every crafted artifact takes the name the lab's checks look for; later calls for that name get another one,
@@ -160,6 +181,97 @@ for _ in range(500):
     here = deeper
 os.close(here)
 ''',
+    "i_stderr": '''
+import os
+chunk, written = b"E" * 2**20, 0
+try:
+    for _ in range(1300):
+        written += os.write(2, chunk)
+except OSError as err:
+    print("STOPPED", err.errno)
+print("WROTE", written // 2**20, "MB")
+''',
+    "j_heap": '''
+import os, socket, struct, threading
+host, port = os.environ["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
+def send(size):
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        body = struct.pack(">hhih", 0, 3, 1, -1) + b"\\0" * (size - 10)
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        sock.recv(1)
+    except OSError:
+        pass
+for size in (16 * 2**20, 2 * 2**20 - 100):
+    threads = [threading.Thread(target=send, args=(size,)) for _ in range(64)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+print("SENT")
+''',
+    "k_configs": '''
+import os
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+prefix = os.environ["STREAMLAB_TOPIC_PREFIX"]
+admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=15000)
+for name, attempt in [
+        ("CREATE", lambda: admin.create_topics([NewTopic(prefix + "seg", 1, 1, topic_configs={"segment.ms": "1"})])),
+        ("PLAIN", lambda: admin.create_topics([NewTopic(prefix + "plain", 1, 1)])),
+        ("ALTER", lambda: admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, prefix + "plain",
+                                                              configs={"segment.ms": "1"})]).resources)]:
+    try:
+        print(name, "DID", attempt())
+    except Exception as err:
+        print(name, "refused", type(err).__name__)
+''',
+    "l_txids": '''
+import os
+from kafka import KafkaProducer
+made = 0
+for i in range(100):
+    try:
+        producer = KafkaProducer(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], max_block_ms=5000,
+                                 transactional_id=f"{os.environ['STREAMLAB_TOPIC_PREFIX']}tx-{i}")
+        producer.init_transactions()
+        made += 1
+        producer.close(timeout=1)
+    except Exception as err:
+        print("REFUSED at", i, type(err).__name__)
+        break
+print("TXIDS", made)
+''',
+    "m_bytes": '''
+import os
+from kafka import KafkaProducer
+producer = KafkaProducer(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], batch_size=2**20 - 4096,
+                         max_request_size=2**20 - 1024, linger_ms=5, delivery_timeout_ms=10000,
+                         request_timeout_ms=8000, max_block_ms=10000)
+topic, value, sent = os.environ["STREAMLAB_TOPIC_PREFIX"] + "bulk", b"x" * (512 * 1024), 0
+try:
+    for _ in range(700):
+        producer.send(topic, value).get(timeout=20)
+        sent += len(value)
+except Exception as err:
+    print("REFUSED", type(err).__name__)
+print("BYTES", sent // 2**20)
+producer.close(timeout=1)
+''',
+    "n_display": '''
+from IPython.display import display, update_display
+for _ in range(1000):
+    display({"text/plain": "x"}, raw=True, display_id="same")
+update_display({"text/plain": "y" * 900_000}, raw=True, display_id="same")
+print("UPDATED")
+''',
+    "p_words": '''
+from pyspark.sql import functions as F
+def _loud(requests):
+    counts = requests.dropDuplicates(["path", "method"]).groupBy("path").count()
+    return counts.withColumn("OutOfMemoryError", F.lit("java.lang.OutOfMemoryError: Py4JNetworkError"))
+get_ipython().events.register("post_run_cell", lambda *_: get_ipython().user_ns.update(distinct_methods=_loud))
+''',
     "g_exfil": '''
 import base64
 def keep(info):
@@ -207,8 +319,11 @@ def hostile(kafka_bootstrap, tmp_path_factory):
         head = f"GUARD_GROUP = {guard_group!r}\nGUARD_TX = {guard_tx!r}\n"
         nbformat.write(with_attack(LAB, head + code), submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
-    for student in ("v1", "zz_victim"):
+    for student in ("v1", "zz_victim", "jz_reference", "worker1"):
         nbformat.write(reference, submissions / f"{student}.ipynb")
+    blank = nbformat.writes(grading.released_notebook(LAB, _name())).encode()
+    at = blank.index(b'"metadata": {') + len(b'"metadata": {')
+    (submissions / "o_expand.ipynb").write_bytes(blank[:at] + b'"x": [' + b"{}," * 7_000_000 + b"{}], " + blank[at:])
     nbformat.write(grading.released_notebook(LAB, _name()), submissions / "zz victim.ipynb")
     nbformat.write(_tampered(), submissions / "u_tampered.ipynb")
     nbformat.write(grading.released_notebook(LAB, _name()), submissions / "w\nname.ipynb")
@@ -224,7 +339,9 @@ def hostile(kafka_bootstrap, tmp_path_factory):
     command = [sys.executable, "-c", measured, sys.executable, "-m", "streamlab", "grade", LAB, str(submissions),
                "--out", str(out), "--timeout", "420", "--cell-timeout", "120", "--jobs", "1"]
     started = time.monotonic()
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=1400, cwd=ROOT)
+    run_tag = f"hd{stamp}"  # every topic, group and process of this run starts with it
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=2000, cwd=ROOT,
+                          env={**os.environ, "STREAMLAB_GRADE_RUN_TAG": run_tag})
     peak_kb = int(re.search(r"PEAK_KB (\d+)", proc.stderr).group(1))
     print(proc.stdout)
     print(proc.stderr[-3000:], file=sys.stderr)
@@ -232,7 +349,8 @@ def hostile(kafka_bootstrap, tmp_path_factory):
         rows = list(csv.DictReader(handle))
     yield {"proc": proc, "rows": rows, "by_student": {r["student"]: r for r in rows}, "out": out,
            "submissions": submissions, "seconds": time.monotonic() - started, "peak_kb": peak_kb,
-           "guard": (guard_topic, guard_group, guard_tx, guard_producer), "bootstrap": kafka_bootstrap}
+           "guard": (guard_topic, guard_group, guard_tx, guard_producer), "bootstrap": kafka_bootstrap,
+           "run_tag": run_tag}
     guard_producer.close()
     admin.delete_topics([guard_topic])
     admin.close()
@@ -257,14 +375,15 @@ def test_the_run_ends_with_exit_0_and_a_row_per_file(hostile):
 
 
 def test_the_victims_keep_full_marks_under_their_own_names(hostile):
-    for student in ("v1", "zz_victim"):
+    for student in ("v1", "zz_victim", "jz_reference", "worker1"):
         row = _row(hostile, student)
         assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
     assert _row(hostile, "zz_victim")["file"].endswith("/zz_victim.ipynb")
 
 
 @pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy",
-                                     "g_exfil", "h_deep"])
+                                     "g_exfil", "h_deep", "j_heap", "k_configs", "l_txids", "m_bytes",
+                                     "n_display", "p_words"])
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
@@ -329,7 +448,7 @@ def test_a_name_keeps_its_exact_id(hostile):
 
 def test_odd_files_and_names_are_invalid_rows_never_run(hostile):
     invalid = [r for r in hostile["rows"] if r["status"] == "invalid notebook"]
-    assert len(invalid) == 5, [(r["student"], r["detail"]) for r in hostile["rows"]]
+    assert len(invalid) == 6, [(r["student"], r["detail"]) for r in hostile["rows"]]
     assert all(float(r["score"]) == 0 for r in invalid)
     details = " ".join(r["detail"] for r in invalid)
     assert "symbolic link" in details, details
@@ -361,3 +480,73 @@ def test_no_encoding_of_the_kernels_outputs_carries_the_answer_key_out(hostile):
     kernel_saw = "\n".join(sources)
     assert "BEGIN HIDDEN TESTS" not in kernel_saw
     assert not [line for line in checks if line in kernel_saw]
+
+
+# ---------------------------------------------------------------- the third round: what submissions share
+
+def _said(hostile, student) -> str:
+    import html
+
+    return html.unescape(re.sub("<[^>]+>", "", _page(hostile, student)))
+
+
+def test_a_flood_of_stderr_is_its_own_disk_limit_never_the_slots_log(hostile):
+    row = _row(hostile, "i_stderr")
+    assert row["status"] == "limit exceeded" and "disk" in row["detail"], row
+    slot_logs = list((hostile["out"] / "grader").glob("worker*.log"))
+    assert slot_logs and all(log.stat().st_size < 16 * 2**20 for log in slot_logs)
+    assert (hostile["out"] / "logs" / "i_stderr.log").stat().st_size < 2 * 2**20
+    assert not [r for r in hostile["rows"] if r["status"] == "crashed"], "no kernel after it died at its first write"
+
+
+def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile):
+    assert "SENT" in _said(hostile, "j_heap")
+    refused = _result(hostile, "j_heap")["usage"].get("kafka_refused", 0)
+    assert refused >= 64, _result(hostile, "j_heap")["usage"]  # every 16 MB request closed at the door
+    assert not [r for r in hostile["rows"] if r["status"] == "grader error"], \
+        [(r["student"], r["detail"]) for r in hostile["rows"] if r["status"] == "grader error"]
+
+
+def test_topic_configs_are_refused_by_the_door_and_by_kafka(hostile):
+    said = _said(hostile, "k_configs")
+    assert "CREATE refused" in said and "PLAIN DID" in said, said[-1500:]
+    altered = re.search(r"ALTER DID \[\((\d+)", said)
+    assert altered is None or altered.group(1) != "0", said[-1500:]
+
+
+def test_transactional_ids_and_bytes_stay_within_the_budget(hostile):
+    made = re.search(r"TXIDS (\d+)", _said(hostile, "l_txids"))
+    assert made and int(made.group(1)) <= 16, _said(hostile, "l_txids")[-1500:]
+    usage = _result(hostile, "m_bytes")["usage"]
+    assert usage["kafka_produced_mb"] <= 256, usage
+    written = re.search(r"BYTES (\d+)", _said(hostile, "m_bytes"))
+    assert written and int(written.group(1)) <= 256 and "REFUSED" in _said(hostile, "m_bytes")
+
+
+def test_a_display_update_copied_a_thousand_times_is_not_kept(hostile):
+    page = hostile["out"] / "feedback" / "n_display.html"
+    assert "UPDATED" in _said(hostile, "n_display")
+    assert page.stat().st_size < 8 * 2**20, page.stat().st_size
+
+
+def test_a_notebook_that_expands_in_memory_is_refused_unparsed(hostile):
+    row = _row(hostile, "o_expand")
+    assert row["status"] == "invalid notebook" and "JSON objects and arrays" in row["detail"], row
+
+
+def test_a_checks_words_in_the_students_data_are_a_failed_part_not_a_grader_error(hostile):
+    result = _result(hostile, "p_words")
+    assert result["status"] == "graded", result["detail"]
+    assert any("OutOfMemoryError" in check["detail"] for check in result["checks"]), result["checks"]
+
+
+def test_the_broker_keeps_nothing_of_the_graded_submissions(hostile, kafka_bootstrap):
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        left = [t for t in admin.list_topics() if t.startswith(hostile["run_tag"])]
+        groups = [g for g, *_ in admin.list_consumer_groups() if g.startswith(hostile["run_tag"])]
+    finally:
+        admin.close()
+    assert left == [] and groups == []

@@ -574,12 +574,12 @@ def test_everyone_gets_feedback_without_the_answer_key(graded):
 def test_grading_again_skips_what_is_graded(robust):
     graded = robust
     before = {s: dict(r) for s, r in graded["rows"].items()}
-    logs = _snapshot(graded["out"] / "logs")
+    logs = _snapshot(graded["out"] / "logs"), _snapshot(graded["out"] / "grader")
     proc, _ = run_grade(graded["lab"], graded["submissions"], graded["out"], graded["tag"] + "-again")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("skipped") == len(graded["paths"]), proc.stdout
-    # nothing ran: no worker started (it would write logs/worker<N>.log), no student's kernel (logs/<student>.log)
-    assert _snapshot(graded["out"] / "logs") == logs
+    # nothing ran: no worker started (it would write grader/worker<N>.log), no student's kernel (logs/<student>.log)
+    assert (_snapshot(graded["out"] / "logs"), _snapshot(graded["out"] / "grader")) == logs
     with (graded["out"] / "grades.csv").open(newline="") as handle:
         after = {row["student"]: row for row in csv.DictReader(handle)}
     assert after == before

@@ -94,6 +94,6 @@ def test_topic_clean_up_says_what_failed_and_does_not_raise(monkeypatch, capsys)
         raise ConnectionError("no broker at 127.0.0.1:1")
 
     monkeypatch.setattr(isolation, "list_topics", no_broker)
-    isolation.delete_prefixed_topics("run1-ana-")
+    isolation.delete_prefixed("run1-ana-")
     said = capsys.readouterr().err
-    assert "could not delete the topics run1-ana-*: ConnectionError: no broker at 127.0.0.1:1" in said
+    assert "could not delete the topics and groups run1-ana-*: ConnectionError: no broker at 127.0.0.1:1" in said

@@ -19,6 +19,7 @@ from kafka.protocol.admin import (
     CreateTopicsRequest_v3,
 )
 from kafka.protocol.api import Request
+from kafka.protocol.init_producer_id import InitProducerIdRequest_v1
 from kafka.protocol.metadata import (
     MetadataRequest_v0,
     MetadataRequest_v1,
@@ -26,7 +27,7 @@ from kafka.protocol.metadata import (
     MetadataRequest_v8,
 )
 from kafka.protocol.produce import ProduceRequest_v3
-from kafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Schema, TaggedFields
+from kafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
 from streamlab.grading.sandbox import kafka_requests as kr
 from streamlab.stack import console, kafka_settings
@@ -145,7 +146,7 @@ def test_the_default_partitions_are_the_brokers():
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 7])
 def test_create_topics_counts_topics_and_partitions(version):
-    budget = kr.TopicBudget(max_topics=10, max_partitions=20)
+    budget = kr.KafkaBudget(max_topics=10, max_partitions=20)
     assert budget.admit(create_topics(version, [("p-a", 3), ("p-b", 2)])) is None
     assert (budget.topics, budget.partitions) == (2, 5)
     # -1 partitions: as many as the manual assignment has, or the broker's num.partitions
@@ -155,14 +156,14 @@ def test_create_topics_counts_topics_and_partitions(version):
 
 @pytest.mark.parametrize("version", [0, 1, 3])
 def test_create_partitions_counts_the_new_total(version):
-    budget = kr.TopicBudget(max_topics=10, max_partitions=20)
+    budget = kr.KafkaBudget(max_topics=10, max_partitions=20)
     assert budget.admit(create_partitions(version, [("p-a", 3), ("p-b", 4)])) is None
     assert (budget.topics, budget.partitions) == (0, 7)
 
 
 @pytest.mark.parametrize("version", [0, 3, 7])
 def test_one_topic_of_2000_partitions_is_refused_and_counts_nothing(version):
-    budget = kr.TopicBudget()
+    budget = kr.KafkaBudget()
     why = budget.admit(create_topics(version, [("p-huge", 2000)]))
     assert why and "2000 partitions" in why and "256" in why
     assert (budget.topics, budget.partitions) == (0, 0)
@@ -171,16 +172,16 @@ def test_one_topic_of_2000_partitions_is_refused_and_counts_nothing(version):
 
 @pytest.mark.parametrize("version", [3, 7])
 def test_50_topics_of_100_partitions_are_refused(version):
-    at_once = kr.TopicBudget()
+    at_once = kr.KafkaBudget()
     assert "5000 partitions" in at_once.admit(create_topics(version, [(f"p-{i}", 100) for i in range(50)]))
-    one_by_one = kr.TopicBudget()
+    one_by_one = kr.KafkaBudget()
     answers = [one_by_one.admit(create_topics(version, [(f"p-{i}", 100)])) for i in range(50)]
     assert answers[:2] == [None, None] and all(answers[2:])
     assert (one_by_one.topics, one_by_one.partitions) == (2, 200)
 
 
 def test_too_many_small_topics_are_refused():
-    budget = kr.TopicBudget()
+    budget = kr.KafkaBudget()
     answers = [budget.admit(create_topics(7, [(f"p-{i}", 1)])) for i in range(kr.MAX_TOPICS + 5)]
     assert answers[:kr.MAX_TOPICS] == [None] * kr.MAX_TOPICS
     assert all("topics" in why for why in answers[kr.MAX_TOPICS:])
@@ -189,7 +190,7 @@ def test_too_many_small_topics_are_refused():
 
 @pytest.mark.parametrize("version", [0, 1, 3])
 def test_create_partitions_to_5000_is_refused(version):
-    budget = kr.TopicBudget()
+    budget = kr.KafkaBudget()
     assert budget.admit(create_topics(3, [("p-a", 2)])) is None
     assert "partitions" in budget.admit(create_partitions(version, [("p-a", 5000)]))
     assert (budget.topics, budget.partitions) == (1, 2)
@@ -197,7 +198,7 @@ def test_create_partitions_to_5000_is_refused(version):
 
 def test_what_the_labs_create_passes():
     """Lab 04, the most: 11 topics of 1-2 partitions (21); lab 05 grows a topic to 3 partitions."""
-    budget = kr.TopicBudget()
+    budget = kr.KafkaBudget()
     for i in range(10):
         assert budget.admit(create_topics(3, [(f"lab04-{i}", 2)])) is None
     assert budget.admit(create_topics(3, [("lab04-tx-batches", 1)])) is None
@@ -207,7 +208,7 @@ def test_what_the_labs_create_passes():
 
 @pytest.mark.parametrize("version", [0, 1, 4, 8])
 def test_metadata_that_may_auto_create_counts_each_new_name_once(version):
-    budget = kr.TopicBudget(max_topics=3, max_partitions=100, prefix="p-")
+    budget = kr.KafkaBudget(max_topics=3, max_partitions=100, prefix="p-")
     assert budget.admit(create_topics(3, [("p-made", 2)])) is None
     for _ in range(3):  # a client asking again and again for its own topics costs nothing
         assert budget.admit(metadata(version, ["p-made", "p-new", "p-new"])) is None
@@ -224,9 +225,84 @@ def test_metadata_that_may_auto_create_counts_each_new_name_once(version):
 def test_other_requests_pass_unread():
     produce = frame(ProduceRequest_v3(transactional_id=None, required_acks=1, timeout=1000,
                                       topics=[("any", [(0, b"\xff" * 64)])]))
-    budget = kr.TopicBudget(max_topics=0, max_partitions=0)
+    budget = kr.KafkaBudget(max_topics=0, max_partitions=0)
     assert budget.admit(produce) is None
     assert budget.admit(with_size(struct.pack(">hhi", 18, 3, 1) + b"\x00\x00garbage")) is None  # ApiVersions
+
+
+class InitProducerIdRequest_v4(Request):
+    """The flexible InitProducerId (v2 on), which kafka-python does not ship."""
+    API_KEY, API_VERSION, FLEXIBLE_VERSION, RESPONSE_TYPE = 22, 4, True, None
+    SCHEMA = Schema(("transactional_id", CompactString("utf-8")), ("transaction_timeout_ms", Int32),
+                    ("producer_id", Int64), ("producer_epoch", Int16), ("tags", TaggedFields))
+
+
+def init_producer_id(version: int, transactional_id: str | None) -> bytes:
+    if version == 4:
+        return frame(InitProducerIdRequest_v4(transactional_id=transactional_id, transaction_timeout_ms=60000,
+                                              producer_id=-1, producer_epoch=-1, tags={}))
+    return frame(InitProducerIdRequest_v1(transactional_id=transactional_id, transaction_timeout_ms=60000))
+
+
+def produce(size: int) -> bytes:
+    return frame(ProduceRequest_v3(transactional_id=None, required_acks=1, timeout=1000,
+                                   topics=[("p-a", [(0, b"\xff" * size)])]))
+
+
+@pytest.mark.parametrize("api_key", [33, 44, 30, 31, 49, 51, 45, 34, 17, 36, 999, -1])
+def test_requests_no_client_needs_are_refused(api_key):
+    """AlterConfigs (33) and IncrementalAlterConfigs (44) set a topic's segment.ms=1 through the old door; ACLs,
+    quotas, credentials, reassignments, log dirs, SASL and unknown APIs are the grader's or nobody's."""
+    budget = kr.KafkaBudget()
+    why = budget.admit(with_size(struct.pack(">hhih", api_key, 0, 1, -1) + b"\x00" * 16))
+    assert why and f"API {api_key}" in why
+
+
+def test_every_api_a_client_needs_passes():
+    budget = kr.KafkaBudget()
+    for api_key in (1, 2, 8, 9, 10, 11, 12, 13, 14, 18, 20, 23, 24, 25, 26, 28, 32, 42, 60, 71, 72, 75):
+        assert budget.admit(with_size(struct.pack(">hhih", api_key, 0, 1, -1) + b"\x00" * 16)) is None, api_key
+
+
+@pytest.mark.parametrize("version", [3, 7])
+def test_a_topic_with_configs_of_its_own_is_refused(version):
+    """segment.ms=1 made the broker open a file per request until it died of 'Too many open files'."""
+    budget = kr.KafkaBudget()
+    entries = [("p-seg", 1, 1, [], [("segment.ms", "1")])]
+    if version == 7:
+        request = frame(CreateTopicsRequest_v7(topics=[("p-seg", 1, 1, [], [("segment.ms", "1", {})], {})],
+                                               timeout_ms=30000, validate_only=False, tags={}))
+    else:
+        request = frame(CreateTopicsRequest_v3(create_topic_requests=entries, timeout=30000, validate_only=False))
+    why = budget.admit(request)
+    assert why and "segment.ms" in why and "configs" in why
+    assert (budget.topics, budget.partitions) == (0, 0)
+
+
+def test_bytes_produced_are_counted_and_capped():
+    budget = kr.KafkaBudget(max_produced_bytes=10_000)
+    assert budget.admit(produce(4000)) is None and budget.admit(produce(4000)) is None
+    why = budget.admit(produce(4000))
+    assert why and "written by this submission" in why
+    assert 8000 < budget.produced_bytes < 10_000
+    assert budget.usage()["kafka_produced_mb"] == round(budget.produced_bytes / 2**20, 1)
+
+
+@pytest.mark.parametrize("version", [1, 4])
+def test_transactional_ids_are_capped_and_one_reused_costs_nothing(version):
+    """100,000 transactional ids stayed in the broker for seven days; Kafka has no request to delete one."""
+    budget = kr.KafkaBudget(max_transactional_ids=3, max_producer_ids=50)
+    for _ in range(10):  # lab 04's sink: one id, its producer made again after each crash
+        assert budget.admit(init_producer_id(version, "p-tx-sink")) is None
+    assert budget.admit(init_producer_id(version, None)) is None  # an idempotent producer
+    assert budget.admit(init_producer_id(version, "p-tx-2")) is None
+    assert budget.admit(init_producer_id(version, "p-tx-3")) is None
+    why = budget.admit(init_producer_id(version, "p-tx-4"))
+    assert why and "transactional ids" in why
+    assert budget.transactional_ids == {"p-tx-sink", "p-tx-2", "p-tx-3"}
+    many = kr.KafkaBudget(max_producer_ids=5)
+    answers = [many.admit(init_producer_id(version, None)) for _ in range(7)]
+    assert answers[:5] == [None] * 5 and all(answers[5:])
 
 
 def _malformed() -> dict[str, bytes]:
@@ -254,13 +330,13 @@ def _malformed() -> dict[str, bytes]:
 
 @pytest.mark.parametrize("case", list(_malformed()))
 def test_malformed_creation_requests_are_refused(case):
-    budget = kr.TopicBudget()
+    budget = kr.KafkaBudget()
     assert budget.admit(_malformed()[case])
     assert (budget.topics, budget.partitions) == (0, 0)
 
 
 def test_one_budget_for_all_connections_of_a_sandbox():
-    budget = kr.TopicBudget(max_topics=1000, max_partitions=100)
+    budget = kr.KafkaBudget(max_topics=1000, max_partitions=100)
     request = create_topics(3, [("p-x", 1)])
     answers = []
     threads = [threading.Thread(target=lambda: answers.extend(budget.admit(request) for _ in range(50)))
@@ -280,7 +356,7 @@ class Recorder:
     refusal, as the door does), and rewrites the broker's port in its answers to its own (so the client,
     which connects to the broker the metadata names, keeps coming back here)."""
 
-    def __init__(self, servers: str, budget: kr.TopicBudget | None = None):
+    def __init__(self, servers: str, budget: kr.KafkaBudget | None = None):
         self.host, port = servers.split(",")[0].rsplit(":", 1)
         self.broker_port = int(port)
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -377,13 +453,13 @@ def test_the_java_admin_clients_requests_are_counted(kafka_bootstrap, fresh_topi
     [grow] = recorder.of_api(kr.CREATE_PARTITIONS)
     assert struct.unpack(">hh", create[4:8]) == (19, 7) and struct.unpack(">hh", grow[4:8]) == (37, 3)
     assert recorder.of_api(kr.METADATA), "the admin client asked for metadata (v13)"
-    budget = kr.TopicBudget(max_topics=1, max_partitions=7)
+    budget = kr.KafkaBudget(max_topics=1, max_partitions=7)
     for request in recorder.frames:  # ApiVersions, Metadata, DescribeTopicPartitions, ...: only CreateTopics counts
         if request is not grow:
             assert budget.admit(request) is None
     assert (budget.topics, budget.partitions) == (1, 3)
     assert "partitions" in budget.admit(grow)  # 3 + 5 > 7: the new total counts as new partitions
-    assert kr.TopicBudget(max_topics=1, max_partitions=5).admit(grow) is None
+    assert kr.KafkaBudget(max_topics=1, max_partitions=5).admit(grow) is None
 
     # The test's flexible encodings are the Java client's, byte for byte: the hostile cases above use them.
     correlation_id, client_id_length = struct.unpack(">ih", create[8:14])
@@ -411,16 +487,16 @@ def test_the_java_producers_auto_creation_is_counted_once(kafka_bootstrap, fresh
     assert {struct.unpack(">h", request[6:8])[0] for request in asked} == {13}
     assert len(asked) >= 2 and sum(fresh_topic.encode() in request for request in asked) >= 2
     assert _partitions_of(kafka_bootstrap, fresh_topic) == kr.BROKER_DEFAULT_PARTITIONS
-    budget = kr.TopicBudget(max_topics=1, max_partitions=1, prefix="recorded-")
+    budget = kr.KafkaBudget(max_topics=1, max_partitions=1, prefix="recorded-")
     assert [budget.admit(request) for request in recorder.frames] == [None] * len(recorder.frames)
     assert (budget.topics, budget.partitions) == (1, kr.BROKER_DEFAULT_PARTITIONS)
-    assert kr.TopicBudget(max_topics=0, prefix="recorded-").admit(next(r for r in asked if fresh_topic.encode() in r))
-    assert kr.TopicBudget(max_topics=0, prefix="someone-else-").admit(asked[-1]) is None
+    assert kr.KafkaBudget(max_topics=0, prefix="recorded-").admit(next(r for r in asked if fresh_topic.encode() in r))
+    assert kr.KafkaBudget(max_topics=0, prefix="someone-else-").admit(asked[-1]) is None
 
 
 @pytest.mark.slow
 def test_a_refused_request_never_reaches_the_broker(kafka_bootstrap, fresh_topic, tmp_path):
-    recorder = Recorder(kafka_bootstrap, kr.TopicBudget(max_topics=4, max_partitions=4))
+    recorder = Recorder(kafka_bootstrap, kr.KafkaBudget(max_topics=4, max_partitions=4))
     try:
         created = kafka_topics(recorder, "--create", "--topic", fresh_topic, "--partitions", "3", tmp_path=tmp_path)
         assert created.returncode == 0, created.stderr[-2000:]

@@ -90,6 +90,32 @@ def test_a_principal_sees_and_changes_only_its_own_topics(principal, listener, t
     owner.close()
 
 
+def test_a_principal_cannot_change_its_own_topics_configs(principal, listener, kafka_bootstrap):
+    """segment.ms=1 on a topic of its own made the broker open a file per request until it died: the principal may
+    read its topics' configs, never alter them (Kafka's ACLs; the door refuses configs at creation too)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    prefix = f"cfg-{secrets.token_hex(3)}-"
+    principal.allow_only(prefix)
+    admin = KafkaAdminClient(**_as(principal, listener))
+    try:
+        admin.create_topics([NewTopic(f"{prefix}a", 1, 1)])
+        _listed_once_created(admin, f"{prefix}a")
+        resource = ConfigResource(ConfigResourceType.TOPIC, f"{prefix}a", configs={"segment.ms": "1"})
+        answer = admin.alter_configs([resource])
+        assert [error for error, *_ in answer.resources] != [0], answer  # TOPIC_AUTHORIZATION_FAILED
+    finally:
+        admin.close()
+    owner = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        described = owner.describe_configs([ConfigResource(ConfigResourceType.TOPIC, f"{prefix}a")])
+        configs = {entry[0]: entry[1] for entry in described[0].resources[0][4]}
+        assert configs["segment.ms"] != "1"
+    finally:
+        owner.delete_topics([f"{prefix}a"])
+        owner.close()
+
+
 def test_a_principal_has_a_produce_quota_until_it_is_removed(kafka_bootstrap, listener):
     made = Principal(kafka_bootstrap)
     assert produce_quota(kafka_bootstrap, made.name) == PRODUCE_BYTES_PER_S

@@ -16,6 +16,7 @@ import pytest
 
 from streamlab.grading.outputs.results import Status, WorkerReport
 from streamlab.grading.sandbox.isolation import TAG, leftover_processes
+from streamlab.grading.sandbox.limits import enforced_limits
 from streamlab.grading.workers.context import SubmissionContext
 from streamlab.grading.workers.warm import WORKER, WarmWorker
 
@@ -41,6 +42,8 @@ while True:
         time.sleep(120)
     if what == "die":
         sys.exit(3)
+    if what == "swell":   # what a notebook built to expand in nbgrader's parsing does to the worker
+        kept = [bytearray(2**20) for _ in range(400)]
     channel.send_bytes(json.dumps({"nonce": request["nonce"], "report": report}).encode())
 '''
 
@@ -132,3 +135,21 @@ def test_the_real_worker_reports_what_it_cannot_grade_and_serves_on(tmp_path):
 def test_reports_survive_the_round_trip():
     report = WorkerReport(status=Status.TIMED_OUT, score=3.0, max_score=10.0, detail="x")
     assert WorkerReport.from_json(json.loads(json.dumps({"r": report.to_json()}))["r"]) == report
+
+
+@pytest.mark.skipif("memory" not in enforced_limits(), reason="no writable memory control group here (root, cgroup v1)")
+def test_a_worker_swollen_past_its_memory_is_that_submissions_limit_and_the_next_is_graded(tmp_path):
+    """The old worker had no limit of its own: a notebook that swells in nbgrader's hands took it to 14 GB.
+    Now the worker's own control group stops it, that row says so (a limit, the student's), the next is graded."""
+    worker = WarmWorker(f"{RUN}-swell", env={**os.environ, TAG: f"{RUN}-swell"}, cwd=tmp_path,
+                        log_path=tmp_path / "worker.log", command=[sys.executable, "-c", FAKE_WORKER], memory_mb=200)
+    try:
+        report, _ = worker.report(_request("swell", tmp_path, f"{RUN}-swell-1"), timeout_s=60)
+        assert report.status is Status.LIMIT, report
+        assert "grader's memory for reading this notebook (200 MB)" in report.detail
+        report, _ = worker.report(_request("plain", tmp_path, f"{RUN}-swell-2"), timeout_s=60)
+        assert report.status is Status.GRADED and report.score == 1.0
+        assert worker.started == 2
+    finally:
+        worker.close()
+    assert leftover_processes(f"{RUN}-") == []

@@ -11,19 +11,30 @@ from streamlab.grading.outputs.results import Status
 from streamlab.grading.workers.worker import _read_autograded, _why_autograde_failed
 
 
-def test_why_autograde_failed():
-    cases = {
-        "nbclient.exceptions.DeadKernelError: Kernel died": Status.CRASHED,
-        "nbclient.exceptions.CellTimeoutError: A cell timed out": Status.TIMED_OUT,
-        "UnresponsiveKernelError": Status.TIMED_OUT,
-        "nbformat.ValidationError: bad metadata": Status.INVALID,
-        "SchemaTooNew": Status.INVALID,
-        "sqlite3.OperationalError: database is locked": Status.ERROR,
-    }
-    for text, status in cases.items():
-        assert _why_autograde_failed(text, 45)[0] is status, text
-    assert _why_autograde_failed("CellTimeoutError", 45)[1] == \
+def test_why_autograde_failed_goes_by_the_exception_that_stopped_the_run():
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbgrader.preprocessors.execute import UnresponsiveKernelError
+
+    cases = [
+        (DeadKernelError("Kernel died"), "", Status.CRASHED),
+        (CellTimeoutError("A cell timed out"), "", Status.TIMED_OUT),
+        (UnresponsiveKernelError(), "", Status.TIMED_OUT),
+        (None, "nbformat.ValidationError: bad metadata", Status.INVALID),
+        (None, "SchemaTooNew", Status.INVALID),
+        (None, "sqlite3.OperationalError: database is locked", Status.ERROR),
+    ]
+    for failure, text, status in cases:
+        assert _why_autograde_failed(failure, text, 45)[0] is status, (failure, text)
+    assert _why_autograde_failed(CellTimeoutError(""), "", 45)[1] == \
         "a cell was still running after 45 s and did not stop when interrupted"
+
+
+def test_words_a_notebook_printed_never_decide_a_status():
+    """The log holds what nbgrader logged, which can quote the notebook: a grader failure whose log says
+    'Kernel died' or 'CellTimeoutError' is still the grader's (graded again), never the student's crash."""
+    printed = "print('DeadKernelError: Kernel died; CellTimeoutError; UnresponsiveKernelError')"
+    assert _why_autograde_failed(None, printed, 45)[0] is Status.ERROR
+    assert _why_autograde_failed(RuntimeError("sqlite3 locked"), printed + " ValidationError", 45)[0] is Status.ERROR
 
 
 def _timed(source: str, start: str, end: str, grade_id: str | None = None, error: str | None = None):

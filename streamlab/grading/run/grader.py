@@ -11,9 +11,15 @@ the submission started are killed.
     OUT/summary.html                the class at a glance: scores, statuses, pass rate per test (``summary``)
     OUT/feedback/<student>.html     nbgrader's feedback, or a page saying why there is none
     OUT/results/<student>.json      the full Result: a submission already graded is skipped next time
-    OUT/logs/<student>.log          what the worker logged while grading the student
-    OUT/logs/worker<N>.log          the warm workers' own output (and the kernels')
+    OUT/logs/<student>.log          what the worker logged while grading the student, and the end of what the
+                                    student's kernel and the hidden checks wrote to their own output files
+    OUT/grader/worker<N>.log        the warm workers' own output: the grader's only, in a folder no student's
+                                    id names (a student called ``worker1`` has logs/worker1.log, never this)
     OUT/run.json                    what this run was: lab, shard, versions, settings, machine (``runinfo``)
+
+A kernel's stdout and stderr (its JVM's logs, whatever the student's code writes to file descriptors 1 and 2) go
+to a file in the submission's own work folder, within the sandbox's disk limit (``box.kernel_output``): a flood of
+it is that submission's disk limit, never a full log that the next student's kernel dies writing to.
 """
 from __future__ import annotations
 
@@ -34,15 +40,15 @@ from pathlib import Path
 from ...stack.kafka import bootstrap_servers
 from ..labs import GradingError, solutions_dir
 from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
-from ..outputs.results import Result, Status, format_points, write_csv
+from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
 from ..outputs.summary import write_summary
 from ..sandbox.box import unavailable_reason
-from ..sandbox.isolation import delete_prefixed_topics, kill_tagged, submission_environment
+from ..sandbox.isolation import broker_problem, delete_prefixed, kill_tagged, submission_environment
 from ..sandbox.limits import Limits, remove_control_groups, unmount
 from ..sandbox.tenancy import sandbox_servers
 from ..workers.context import SubmissionContext
 from ..workers.hidden import checks_file, checks_work, file_sha256
-from ..workers.warm import WarmWorker
+from ..workers.warm import WORKER_MEMORY_MB, WarmWorker
 from .course import course_for, make_template
 from .progress import Progress
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
@@ -79,6 +85,7 @@ class Grader:
         self.results_dir = self.out / "results"
         self.feedback_dir = self.out / "feedback"
         self.logs_dir = self.out / "logs"
+        self.grader_dir = self.out / "grader"  # the grader's own files: no student's id names one
         self.max_score = 0.0
         self.solution_sha256 = ""
         self.checks: Path | None = None
@@ -97,7 +104,7 @@ class Grader:
                 raise GradingError(f"cannot make the grading sandbox on this machine: {reason}. Grading "
                                    f"without it (--no-sandbox) runs every submission with your own powers: "
                                    f"do that only for code you trust")
-        for folder in (self.results_dir, self.feedback_dir, self.logs_dir):
+        for folder in (self.results_dir, self.feedback_dir, self.logs_dir, self.grader_dir):
             folder.mkdir(parents=True, exist_ok=True)
         self.solution_sha256, _ = lab_fingerprint(self.lab)
         # The lab's hidden checks run in each worker; its hash makes a rewritten file refuse to run.
@@ -199,6 +206,11 @@ class Grader:
         worker = self._worker_pool().get()
         try:
             report, killed = worker.report(context, timeout_s=self.timeout_s)
+            broken = broker_problem(self.bootstrap)  # the grader's own probe, never words the submission wrote
+            if broken:
+                report = WorkerReport.no_result(
+                    Status.ERROR, f"the Kafka broker stopped answering while this submission was graded ({broken}): "
+                                  f"not the student's doing; it is graded again by the next run", usage=report.usage)
             result.record(report)
             if report.scored:
                 result.feedback = str(self._keep_feedback(course, result))
@@ -207,7 +219,7 @@ class Grader:
                         f"{killed} process(es) left running were stopped"
         finally:
             self._workers.put(worker)
-            delete_prefixed_topics(context.topic_prefix)
+            delete_prefixed(context.topic_prefix)
             for folder in (workdir, checks_work(workdir / "data")):  # the submission's, the hidden checks'
                 remove_control_groups(folder)  # the worker removes them; a worker that was killed could not
                 unmount(folder)
@@ -227,8 +239,9 @@ class Grader:
             tag = f"{self.run_tag}-worker{number}"
             workdir = Path(tempfile.mkdtemp(prefix=f"streamlab-grade-worker{number}-"))
             env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
-            self._workers.put(WarmWorker(tag, env=env, cwd=workdir, log_path=self.logs_dir / f"worker{number}.log",
-                                         checks=self.checks, checks_sha256=self.checks_sha256))
+            self._workers.put(WarmWorker(tag, env=env, cwd=workdir, log_path=self.grader_dir / f"worker{number}.log",
+                                         checks=self.checks, checks_sha256=self.checks_sha256,
+                                         memory_mb=WORKER_MEMORY_MB if self.limits is not None else None))
 
     def _stop_workers(self) -> None:
         if self._workers is None:

@@ -314,6 +314,9 @@ def check_notebook_bytes(data: bytes, shown: str, lab: str | None = None, name: 
         raw = data.decode("utf-8")
     except UnicodeDecodeError as err:
         return f"{shown} cannot be read as text ({type(err).__name__})"
+    if (containers := bounds.json_containers(data)) > bounds.NOTEBOOK_CONTAINERS:
+        return (f"{shown} holds {containers} JSON objects and arrays; a lab's notebook holds a few thousand "
+                f"(at most {bounds.NOTEBOOK_CONTAINERS} are read)")
     try:
         parsed = json.loads(raw)
     except RecursionError:

@@ -41,7 +41,7 @@ from ...stack.java import find_java
 from ...stack.paths import PACKAGE_DIR, cache_dir
 from ..bounds import FOLDER_DEPTH, bounded_kernel_client
 from .door import KafkaDoor
-from .kafka_requests import TopicBudget
+from .kafka_requests import KafkaBudget
 from .limits import (
     ControlGroups,
     Limits,
@@ -215,11 +215,11 @@ class Sandbox:
             ports.append(int(sandbox_port))
             hosts.add(sandbox_host)
             self.door = KafkaDoor(kernel_dir / "kafka.sock", lambda: principal.connect(sandbox_servers),
-                                  budget=TopicBudget(prefix=env["STREAMLAB_TOPIC_PREFIX"]))
+                                  budget=KafkaBudget(prefix=env["STREAMLAB_TOPIC_PREFIX"]))
         else:
             self.door = KafkaDoor(kernel_dir / "kafka.sock",
                                   lambda: socket.create_connection((host, int(port)), timeout=10),
-                                  budget=TopicBudget(prefix=env["STREAMLAB_TOPIC_PREFIX"]))
+                                  budget=KafkaBudget(prefix=env["STREAMLAB_TOPIC_PREFIX"]))
         home = self.work / "home"
         (self.runtime / "passwd").write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
                                              f"student:x:{self.uid}:{self.uid}:student:{home}:/bin/sh\n")
@@ -261,11 +261,13 @@ class Sandbox:
         """Point nbgrader's Execute (a traitlets ``config``) at this sandbox: the kernelspec
         ``streamlab-sandbox`` (found in this sandbox's own folder), and a kernel manager that starts it with
         the submission's environment (the sandbox's ``env``: the launcher outside the box carries the
-        submission's tag) and talks to the kernel over socket files in the folder the sandbox shares."""
+        submission's tag) and talks to the kernel over socket files in the folder the sandbox shares. What the
+        kernel and its JVM write to their stdout and stderr goes to a file in the work folder, within its disk
+        limit (``kernel_output``), never to the worker's own output."""
         config.Execute.kernel_name = KERNEL_NAME
         config.Execute.kernel_manager_class = kernel_manager_class(
             self.runtime / "kernel", self.uid if is_root() else None, env=self.env,
-            kernel_dirs=[str(self.runtime / "jupyter" / "kernels")])
+            kernel_dirs=[str(self.runtime / "jupyter" / "kernels")], output=kernel_output(self.work))
 
     def command(self, *args: str) -> list[str]:
         """A command line that runs ``args`` in this sandbox (what the kernelspec does for the kernel)."""
@@ -281,6 +283,8 @@ class Sandbox:
         if self.limited_disk:
             found["disk_mb"] = round(shutil.disk_usage(self.work).used / 2**20, 1)
         found["kafka_connections_peak"] = self.door.peak
+        if self.door.budget is not None:
+            found.update(self.door.budget.usage())
         if self.door.refused or self.door.refusals:
             found["kafka_refused"] = self.door.refused + len(self.door.refusals)
         return found
@@ -347,11 +351,40 @@ class Sandbox:
 NBGRADER_ENV = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
 
 
+def kernel_output(work: Path) -> Path:
+    """The file a submission's kernel (and everything it starts) writes its stdout and stderr to: in its own
+    work folder, so the sandbox's disk limit bounds it, never a log the grader or another submission shares."""
+    return Path(work) / "kernel-output.log"
+
+
+OUTPUT_TAIL_BYTES = 64 * 1024  # of a kernel's or the checks' output, copied into the student's log afterwards
+
+
+def output_tail(path: Path, max_bytes: int = OUTPUT_TAIL_BYTES) -> str:
+    """The last ``max_bytes`` of ``path``, a file the submission could have written or replaced: opened without
+    following a link or blocking, read only if it is a regular file ('' otherwise)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        handle.seek(max(0, info.st_size - max_bytes))
+        tail = handle.read(max_bytes).decode("utf-8", errors="replace")
+    cut = f"[the first {info.st_size - max_bytes} bytes are left out]\n" if info.st_size > max_bytes else ""
+    return cut + tail
+
+
 def kernel_manager_class(folder: Path | None = None, uid: int | None = None, *, env: dict[str, str] | None = None,
-                         kernel_dirs: list[str] = ()):
+                         kernel_dirs: list[str] = (), output: Path | None = None):
     """A jupyter_client kernel manager whose clients' sockets are bounded (``bounds.bounded_kernel_client``).
     ``env``: the environment its kernels start with (plus nbgrader's own ``NBGRADER_EXECUTION``); None:
-    this process's. ``kernel_dirs``: kernelspec folders searched first. With ``folder``: its connection file
+    this process's. ``kernel_dirs``: kernelspec folders searched first. ``output``: the file its kernels' stdout
+    and stderr go to (appended; None: this process's). With ``folder``: its connection file
     and sockets (the ``ipc`` transport: socket files, no TCP) are in ``folder``, as the sandbox has no
     network of the grader's to listen on."""
     import uuid
@@ -373,7 +406,16 @@ def kernel_manager_class(folder: Path | None = None, uid: int | None = None, *, 
         async def _async_pre_start_kernel(self, **kwargs):
             if env is not None:
                 kwargs["env"] = {**env, **{name: os.environ[name] for name in NBGRADER_ENV if name in os.environ}}
+            if output is not None:
+                self._output = open(output, "ab")  # noqa: SIM115 - the kernel holds it; ours closes once it runs
+                kwargs["stdout"] = kwargs["stderr"] = self._output
             return await super()._async_pre_start_kernel(**kwargs)
+
+        async def _async_post_start_kernel(self, **kwargs):
+            if getattr(self, "_output", None) is not None:
+                self._output.close()
+                self._output = None
+            return await super()._async_post_start_kernel(**kwargs)
 
     if folder is None:
         return BoundedKernelManager

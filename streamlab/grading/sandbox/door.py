@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from .boot import close_both, pump
-from .kafka_requests import RefusedRequest, TopicBudget, read_frame
+from .kafka_requests import KafkaBudget, RefusedRequest, read_frame
 
 DOOR_CONNECTIONS = 64  # open at once, per sandbox (a lab's Spark query and clients use ~10)
 
@@ -27,11 +27,11 @@ class KafkaDoor:
     """
 
     def __init__(self, path: Path, open_outer, *, max_connections: int = DOOR_CONNECTIONS,
-                 budget: TopicBudget | None = None):
+                 budget: KafkaBudget | None = None):
         self.path = Path(path)
         self.open_outer = open_outer
         self.max_connections = max_connections
-        self.budget = budget  # the topics and partitions the sandbox may create (see ``kafka_requests``)
+        self.budget = budget  # what the sandbox may ask of the broker (see ``kafka_requests``)
         self.refusals: list[str] = []  # why requests were refused
         self.open = 0       # connections joined now
         self.peak = 0       # the most joined at once

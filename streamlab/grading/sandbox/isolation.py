@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...stack.kafka import admin_client, list_topics
 from ...stack.kafka import delete_topics as delete_listed
-from ...stack.kafka import list_topics
 from ...stack.paths import cache_dir
 from ..labs import with_scripts_on_path
 
@@ -172,10 +172,40 @@ def run_isolated(command: list[str], *, env: dict, cwd: Path, log_path: Path, ti
             kill_submission_processes(proc, tag)
 
 
-def delete_prefixed_topics(prefix: str) -> None:
-    """Delete the Kafka topics whose names start with ``prefix``; returns once none is listed. Best effort:
-    when the broker is gone or a topic stays listed, it says so on stderr and grading goes on."""
+def delete_prefixed(prefix: str) -> None:
+    """Delete the Kafka topics and consumer groups whose names start with ``prefix`` (a submission's); returns
+    once no such topic is listed. (Transactional ids cannot be deleted in Kafka: the door bounds how many a
+    submission makes, ``kafka_requests.MAX_TRANSACTIONAL_IDS``.) Best effort: when the broker is gone or a
+    topic stays listed, it says so on stderr and grading goes on."""
     try:
         delete_listed([topic for topic in list_topics() if topic.startswith(prefix)])
+        admin = admin_client()
+        try:
+            groups = [group for group, *_ in admin.list_consumer_groups() if group.startswith(prefix)]
+            if groups:
+                admin.delete_consumer_groups(groups)
+        finally:
+            admin.close()
     except Exception as err:  # noqa: BLE001 - cleaning up must not cost the student their grade
-        print(f"streamlab: could not delete the topics {prefix}*: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"streamlab: could not delete the topics and groups {prefix}*: {type(err).__name__}: {err}",
+              file=sys.stderr)
+
+
+BROKER_PROBE_S = 15  # for the broker to answer the grader's health probe
+
+
+def broker_problem(bootstrap: str, timeout_s: float = BROKER_PROBE_S) -> str | None:
+    """The grader's own health probe of the broker: None when it answers a DescribeCluster within ``timeout_s``,
+    else why not (then whatever was graded meanwhile is the grader's failure, graded again)."""
+    from kafka import KafkaAdminClient
+
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000),
+                                 api_version_auto_timeout_ms=int(timeout_s * 1000))
+        try:
+            admin.describe_cluster()
+        finally:
+            admin.close()
+    except Exception as err:  # noqa: BLE001 - any failure: the broker is not answering
+        return f"{type(err).__name__}: {str(err).strip()[:200]}"
+    return None

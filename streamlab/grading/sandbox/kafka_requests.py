@@ -1,13 +1,24 @@
-"""Kafka requests as the Kafka door sees them: one frame at a time, and a budget for the topics and
-partitions a sandbox may create (standard library only: no Kafka client is imported).
+"""Kafka requests as the Kafka door sees them: one frame at a time, and a budget for what a sandbox may do
+with the broker it shares (standard library only: no Kafka client is imported).
 
 A Kafka client sends size-prefixed frames (an int32 big-endian length, then the request: header and
 body; https://kafka.apache.org/protocol). ``read_frame`` reads one from a socket and refuses one larger
-than ``MAX_REQUEST_BYTES``. ``TopicBudget.admit`` looks at each frame a sandbox sends and counts the
-topics and partitions it would create:
+than ``MAX_REQUEST_BYTES``. ``KafkaBudget.admit`` looks at each frame a sandbox sends:
+
+* only the requests a client needs to produce, consume, use groups and transactions and manage its own
+  topics pass (``PASSED_APIS``); everything else (configs, ACLs, quotas, credentials, reassignments, the
+  log dirs, anything unknown) is refused, whatever the ACLs say;
+* Produce (API 0): the bytes of its frames are counted, at most ``MAX_PRODUCED_BYTES`` a submission (the
+  broker keeps what is written until the grader deletes the topics);
+* InitProducerId (API 22, versions 0-5, flexible from 2): at most ``MAX_PRODUCER_IDS`` a submission, and at
+  most ``MAX_TRANSACTIONAL_IDS`` different transactional ids (Kafka has no request that deletes one: the
+  broker keeps each for ``transactional.id.expiration.ms``, seven days);
+
+and counts the topics and partitions it would create:
 
 * CreateTopics (API 19, versions 0-7, flexible from 5): each topic, and its ``num_partitions`` (or its
-  manual assignments, or the broker's ``num.partitions`` when it gives neither);
+  manual assignments, or the broker's ``num.partitions`` when it gives neither); a topic created with
+  configs of its own is refused (``segment.ms=1`` makes the broker open a file per request until it dies);
 * CreatePartitions (API 37, versions 0-3, flexible from 2): each topic's new total ``count``, as if all
   of it were new (the frame does not say how many the topic has: conservative);
 * Metadata (API 3, versions 0-13, flexible from 9) that may auto-create topics (the course's broker has
@@ -16,9 +27,9 @@ topics and partitions it would create:
   so a client asking for the metadata of its own topics again and again costs nothing.
 
 Once a total would pass its maximum, ``admit`` returns why (and counts nothing of that request); the door
-then closes the connection. A frame of these three APIs that cannot be parsed is refused too (the broker
-would refuse it as well). Every other request passes. The budget is per sandbox, shared by all its
-connections (thread-safe), and never refilled: the next student gets a new one.
+then closes the connection. A frame of the parsed APIs that cannot be parsed is refused too (the broker
+would refuse it as well). The budget is per sandbox, shared by all its connections (thread-safe), and never
+refilled: the next student gets a new one.
 
 The defaults, from what the labs create (``sl.new_topic`` in ``solutions/*/*.ipynb``): at most 11 topics
 and 21 partitions (lab 04), plus lab 05's ``add_partitions`` to 3. A budget of 64 topics and 256
@@ -31,15 +42,35 @@ import socket
 import struct
 import threading
 
-MAX_REQUEST_BYTES = 16 * 2**20  # no lab sends 1 MB (the producers' max.request.size); Kafka's cap is 100 MB
+# One request: a producer's batch is at most its max.request.size, 1 MB by default (no lab changes it); 64
+# connections of 2 MB each are 128 MB in the broker's request pool (``queued.max.request.bytes``).
+MAX_REQUEST_BYTES = 2 * 2**20
 MAX_TOPICS = 64  # per sandbox: the labs create at most 11
 MAX_PARTITIONS = 256  # per sandbox: the labs create at most 21 (+3 by CreatePartitions)
+MAX_PRODUCED_BYTES = 256 * 2**20  # per sandbox, Produce frames together: a lab's reference writes < 5 MB
+MAX_PRODUCER_IDS = 512  # InitProducerId requests per sandbox: each Kafka producer sends one (the labs: < 40)
+MAX_TRANSACTIONAL_IDS = 16  # different transactional ids per sandbox: the labs use one
 BROKER_DEFAULT_PARTITIONS = 1  # the course broker's num.partitions (streamlab/stack/kafka_settings.py)
 
-METADATA, CREATE_TOPICS, CREATE_PARTITIONS = 3, 19, 37
-# api key -> (name, highest version known, first flexible version)
+PRODUCE, METADATA, CREATE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS = 0, 3, 19, 22, 37
+# api key -> (name, highest version known, first flexible version): the requests the budget parses
 COUNTED_APIS = {METADATA: ("Metadata", 13, 9), CREATE_TOPICS: ("CreateTopics", 7, 5),
-                CREATE_PARTITIONS: ("CreatePartitions", 3, 2)}
+                INIT_PRODUCER_ID: ("InitProducerId", 5, 2), CREATE_PARTITIONS: ("CreatePartitions", 3, 2)}
+# The requests a sandbox's clients may send at all: what Kafka's Java client (Spark's), kafka-python and the
+# admin calls on one's own topics, groups and transactions use. Not here, so refused: AlterConfigs (33) and
+# IncrementalAlterConfigs (44), ACLs (30, 31), quotas (49), SCRAM credentials (51), reassignments and leader
+# elections (43, 45, 46), log dirs (34, 35), delegation tokens (38-41), features (57), SASL (17, 36: the
+# door has authenticated the connection already), share groups, and every API this list does not know.
+PASSED_APIS = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+    10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
+    15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
+    21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch", 24: "AddPartitionsToTxn",
+    25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit", 29: "DescribeAcls", 32: "DescribeConfigs",
+    37: "CreatePartitions", 42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster", 61: "DescribeProducers",
+    65: "DescribeTransactions", 66: "ListTransactions", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    71: "GetTelemetrySubscriptions", 72: "PushTelemetry", 75: "DescribeTopicPartitions",
+}
 
 
 class RefusedRequest(OSError):
@@ -77,6 +108,10 @@ def read_frame(sock: socket.socket, max_bytes: int = MAX_REQUEST_BYTES) -> bytes
 
 class Malformed(ValueError):
     """A request that does not parse as its API and version say."""
+
+
+class ConfigRefused(Malformed):
+    """A CreateTopics request that sets a topic's configs."""
 
 
 class _Reader:
@@ -157,6 +192,7 @@ def parse_header(frame: bytes) -> tuple[int, int, _Reader]:
 
 
 def _create_topics(r: _Reader, version: int) -> list[tuple[str, int]]:
+    """[(topic, partitions)]; ``Malformed`` for a topic that sets configs of its own (refused: see above)."""
     topics = []
     for _ in range(r.array()):
         name = r.string()
@@ -168,11 +204,15 @@ def _create_topics(r: _Reader, version: int) -> list[tuple[str, int]]:
             for _ in range(r.array()):
                 r.int32()  # broker id
             r.tags()
-        for _ in range(r.array()):  # configs
-            r.string()
+        configs = []
+        for _ in range(r.array()):
+            configs.append(r.string())
             r.string(nullable=True)
             r.tags()
         r.tags()
+        if configs:
+            raise ConfigRefused(f"topic {name!r} sets configs of its own ({', '.join(configs[:3])}); a graded "
+                                f"submission's topics take the broker's")
         if num_partitions == -1:  # the assignments say, or the broker's default
             partitions = assignments or BROKER_DEFAULT_PARTITIONS
         else:  # the broker refuses both at once, and a count below 1: count the larger anyway
@@ -202,6 +242,11 @@ def _create_partitions(r: _Reader) -> list[tuple[str, int]]:
     return topics
 
 
+def _init_producer_id(r: _Reader) -> str | None:
+    """The transactional id an InitProducerId request names (None: an idempotent producer's)."""
+    return r.string(nullable=True)
+
+
 def _metadata(r: _Reader, version: int) -> tuple[list[str], bool]:
     """(the topic names asked for, whether the broker may auto-create them)."""
     names = []
@@ -216,28 +261,56 @@ def _metadata(r: _Reader, version: int) -> tuple[list[str], bool]:
     return names, auto_create
 
 
-class TopicBudget:
-    """What one sandbox may create, counted over all its connections: ``admit(frame)`` before the door
-    passes a request on. ``prefix``: the student's topic prefix (``STREAMLAB_TOPIC_PREFIX``); a
+class KafkaBudget:
+    """What one sandbox may do with the broker, counted over all its connections: ``admit(frame)`` before the
+    door passes a request on. ``prefix``: the student's topic prefix (``STREAMLAB_TOPIC_PREFIX``); a
     Metadata request's topic outside it is not counted (the broker's ACLs let the sandbox create none)."""
 
-    def __init__(self, max_topics: int = MAX_TOPICS, max_partitions: int = MAX_PARTITIONS, *, prefix: str = ""):
+    def __init__(self, max_topics: int = MAX_TOPICS, max_partitions: int = MAX_PARTITIONS, *, prefix: str = "",
+                 max_produced_bytes: int = MAX_PRODUCED_BYTES, max_producer_ids: int = MAX_PRODUCER_IDS,
+                 max_transactional_ids: int = MAX_TRANSACTIONAL_IDS):
         self.max_topics, self.max_partitions, self.prefix = max_topics, max_partitions, prefix
+        self.max_produced_bytes, self.max_producer_ids = max_produced_bytes, max_producer_ids
+        self.max_transactional_ids = max_transactional_ids
         self.topics = 0
         self.partitions = 0
+        self.produced_bytes = 0
+        self.producer_ids = 0
+        self.transactional_ids: set[str] = set()
         self._seen: set[str] = set()  # names created or asked for with auto-creation: at most max_topics
         self._lock = threading.Lock()
+
+    def usage(self) -> dict:
+        """What the sandbox used of the budget (for the result's ``usage``)."""
+        return {"kafka_topics": self.topics, "kafka_partitions": self.partitions,
+                "kafka_produced_mb": round(self.produced_bytes / 2**20, 1), "kafka_producer_ids": self.producer_ids,
+                "kafka_transactional_ids": len(self.transactional_ids)}
 
     def admit(self, frame: bytes) -> str | None:
         """None to pass ``frame`` (a whole request, as ``read_frame`` returns it) on; else why not.
         A refused request counts nothing."""
-        if len(frame) >= 8 and struct.unpack(">h", frame[4:6])[0] not in COUNTED_APIS:
-            return None  # neither creates a topic nor a partition: not even parsed
+        if len(frame) < 8:
+            return "a request shorter than its header"
+        api_key = struct.unpack(">h", frame[4:6])[0]
+        if api_key not in PASSED_APIS:
+            return (f"API {api_key} is not one a graded submission may use (configs, ACLs, quotas and such "
+                    f"are the grader's)")
+        if api_key == PRODUCE:
+            with self._lock:
+                if self.produced_bytes + len(frame) > self.max_produced_bytes:
+                    return (f"Produce would make it more than {self.max_produced_bytes // 2**20} MB written by this "
+                            f"submission")
+                self.produced_bytes += len(frame)
+            return None
+        if api_key not in COUNTED_APIS:
+            return None  # neither creates nor keeps anything the budget counts: not even parsed
         try:
             api_key, version, reader = parse_header(frame)
             name, newest, _ = COUNTED_APIS[api_key]
             if not 0 <= version <= newest:
                 return f"{name} v{version}: a version this door does not know (0-{newest})"
+            if api_key == INIT_PRODUCER_ID:
+                return self._admit_producer(_init_producer_id(reader))
             if api_key == CREATE_TOPICS:
                 asked = [(topic, partitions, True) for topic, partitions in _create_topics(reader, version)]
             elif api_key == CREATE_PARTITIONS:
@@ -246,6 +319,8 @@ class TopicBudget:
                 names, auto_create = _metadata(reader, version)
                 asked = [(topic, BROKER_DEFAULT_PARTITIONS, True) for topic in dict.fromkeys(names)
                          if auto_create and topic.startswith(self.prefix)]
+        except ConfigRefused as err:
+            return str(err)
         except Malformed as err:
             return f"a malformed request: {err}"
         with self._lock:
@@ -261,4 +336,16 @@ class TopicBudget:
                         f"at most {self.max_partitions} are allowed")
             self.topics, self.partitions = topics, partitions
             self._seen.update(topic for topic, _, new_topic in asked if new_topic)
+        return None
+
+    def _admit_producer(self, transactional_id: str | None) -> str | None:
+        with self._lock:
+            if self.producer_ids + 1 > self.max_producer_ids:
+                return f"InitProducerId: at most {self.max_producer_ids} producers a submission"
+            new_ids = self.transactional_ids | ({transactional_id} if transactional_id is not None else set())
+            if len(new_ids) > self.max_transactional_ids:
+                return (f"InitProducerId: at most {self.max_transactional_ids} transactional ids a submission "
+                        f"(the broker keeps each for seven days)")
+            self.producer_ids += 1
+            self.transactional_ids = new_ids
         return None

@@ -75,6 +75,14 @@ class ControlGroups:
             except OSError:
                 shutil.rmtree(folder, ignore_errors=True)
 
+    def join(self, pid: int) -> None:
+        """Put the process ``pid`` into these groups (its children start in them)."""
+        for folder in self.dirs.values():
+            try:
+                (folder / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                pass
+
     @property
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs.values()]

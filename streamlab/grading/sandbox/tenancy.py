@@ -61,6 +61,11 @@ MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's minimum for SCRAM
 ACL_WAIT_S = 30  # at most, for the broker to show new ACLs (it takes milliseconds)
 PRODUCE_BYTES_PER_S = 20 * 2**20  # each principal's produce quota: far above what a lab writes
+# What a principal may do with its own topics, groups and transactional ids: everything a client needs, never
+# ALTER or ALTER_CONFIGS (a topic's segment.ms=1 made the broker open a file per request until it died).
+OPERATIONS = {"TOPIC": ("READ", "WRITE", "CREATE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS"),
+              "GROUP": ("READ", "DESCRIBE", "DELETE"),
+              "TRANSACTIONAL_ID": ("WRITE", "DESCRIBE")}
 
 
 class AlterUserScramCredentialsResponse_v0(Response):
@@ -184,7 +189,7 @@ class Principal:
 
     def allow_only(self, prefix: str) -> None:
         """From now on this principal may create, write, read, describe and delete the topics, consumer
-        groups and transactional ids starting with ``prefix``, and nothing else."""
+        groups and transactional ids starting with ``prefix`` (``OPERATIONS``), and nothing else."""
         self._replace_acls(prefix)
         self.prefix = prefix
 
@@ -202,10 +207,11 @@ class Principal:
         try:
             admin.delete_acls([mine])
             if grants:
-                result = admin.create_acls([ACL(principal=f"User:{self.name}", host="*", operation=ACLOperation.ALL,
+                result = admin.create_acls([ACL(principal=f"User:{self.name}", host="*",
+                                                operation=getattr(ACLOperation, operation),
                                                 permission_type=ACLPermissionType.ALLOW,
                                                 resource_pattern=ResourcePattern(kind, name, pattern))
-                                            for kind, name, pattern in grants])
+                                            for kind, name, pattern in grants for operation in OPERATIONS[kind.name]])
                 if result.get("failed"):
                     raise RuntimeError(f"Kafka refused the ACLs for {self.name}: {result['failed']}")
             # The broker applies ACLs from its metadata log, a moment after the controller took them:

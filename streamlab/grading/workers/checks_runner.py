@@ -25,13 +25,13 @@ import sys
 from dataclasses import asdict
 
 from ...stack.session import spark as get_spark
-from ..hidden_checks import Artifacts, load_checks, run_checks
+from ..hidden_checks import Artifacts, RuntimeBroke, load_checks, run_checks
 
-# A check that failed with one of these did not find the part wrong: the checks' own runtime broke
-# (its JVM ran out of memory or died). The submission is graded again, never scored on it.
-RUNTIME_BROKE = ("OutOfMemoryError", "Py4JNetworkError", "Py4JError: An error occurred while calling None",
-                 "SparkContext was shut down", "Cannot call methods on a stopped SparkContext",
-                 "Answer from Java side is empty", "Connection refused", "java.lang.StackOverflowError")
+# Java's errors that mean the JVM itself is in trouble (``java.lang.VirtualMachineError`` and kin), by class name
+# as the JVM reports a thrown object's class: never by a message, which can quote the student's data.
+JVM_FAILURES = ("java.lang.OutOfMemoryError", "java.lang.StackOverflowError", "java.lang.InternalError",
+                "java.lang.UnknownError", "java.lang.VirtualMachineError")
+CAUSES_FOLLOWED = 16  # of a Java exception's causes, looked at for one of those
 
 
 def healthy(session) -> str | None:
@@ -42,11 +42,33 @@ def healthy(session) -> str | None:
         return f"{type(err).__name__}: {str(err).strip()[:200]}"
 
 
-def broken_runtime(results) -> str | None:
-    """Why the checks' runtime, not the student's work, made a check fail (None: it did not)."""
-    for result in results:
-        if not result.passed and any(sign in result.detail for sign in RUNTIME_BROKE):
-            return f"{result.name}: {result.detail[:200]}"
+def runtime_failure(err: BaseException) -> str | None:
+    """Why ``err``, raised by a check, is the checks' runtime failing rather than the part being wrong (None: it
+    is not). Decided by types the grader's own code raises, and by the classes the JVM names: the checks' JVM
+    gone or unreachable (py4j's network errors), a Java error of the JVM itself anywhere in the exception's
+    causes, the broker not answering the checks' own clients. Never by an exception's message: a check's
+    message can hold text the student wrote into a topic or a checkpoint."""
+    from kafka.errors import KafkaConnectionError, NoBrokersAvailable
+    from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
+
+    if isinstance(err, (NoBrokersAvailable, KafkaConnectionError)):
+        return f"the broker did not answer the checks ({type(err).__name__})"
+    if isinstance(err, Py4JNetworkError):
+        return "the checks' JVM stopped answering"
+    java = getattr(err, "java_exception", None) or getattr(err, "_origin", None)
+    if isinstance(err, Py4JError) and not isinstance(err, Py4JJavaError) and java is None:
+        return f"the checks' JVM failed ({type(err).__name__})"
+    if java is not None:
+        try:
+            for _ in range(CAUSES_FOLLOWED):
+                if java is None:
+                    break
+                name = java.getClass().getName()
+                if name in JVM_FAILURES:
+                    return f"the checks' JVM failed ({name})"
+                java = java.getCause()
+        except Exception as asked:  # noqa: BLE001 - the JVM cannot even say what it threw
+            return f"the checks' JVM stopped answering ({type(asked).__name__})"
     return None
 
 
@@ -81,8 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     if sys.stdin.readline().strip() != "go":
         return 0  # the worker needs no checks after all (the submission stopped at a limit, say)
     artifacts = Artifacts(data=args.student_data, topic_prefix=args.topic_prefix, spark=session)
-    results = run_checks(checks, artifacts)
-    broke = broken_runtime(results) or healthy(session)
+    try:
+        results = run_checks(checks, artifacts, broke=runtime_failure)
+    except RuntimeBroke as err:
+        send({"error": f"the checks' runtime broke while checking: {err}"})
+        return 1
+    broke = healthy(session)  # the health probe again: a runtime that broke without saying so
     if broke:
         send({"error": f"the checks' Spark broke while checking: {broke}"})
         return 1

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..bounds import MB
 from ..outputs.results import CheckResult
+from ..sandbox.box import output_tail
 from ..sandbox.limits import Limits
 
 # What one submission's checks may use. A lab's checks peak at ~1.3 GB (their Spark driver has 1 GB of heap).
@@ -68,7 +69,8 @@ class ChecksProcess:
         self.command = [sys.executable, "-m", "streamlab.grading.workers.checks_runner", str(checks),
                         "--sha256", checks_sha256, "--student-data", str(student_data),
                         "--topic-prefix", topic_prefix]
-        self.env, self.log, self.make_box = env, log, make_box  # log None: this process's stderr
+        # log: a file for its stdout and stderr, in its own work folder (within its disk limit); None: ours
+        self.env, self.log, self.make_box = env, log, make_box
         self.box = None
         self.proc: subprocess.Popen | None = None
         self.started = 0
@@ -150,7 +152,8 @@ class ChecksProcess:
             raise ChecksBroken(f"the checks' answer is malformed ({err})") from err
 
     def close(self) -> None:
-        """Stop the process (and everything in its sandbox) and remove its sandbox and work folder."""
+        """Stop the process (and everything in its sandbox), copy the end of its output into this process's
+        stderr (the student's log), and remove its sandbox and work folder."""
         if self.proc is not None:
             if self.box is not None:
                 self.box.stop()
@@ -166,6 +169,8 @@ class ChecksProcess:
                 except OSError:
                     pass
             self.proc = None
+        if self.log is not None and (tail := output_tail(self.log)):
+            print(f"--- the hidden checks' own output, its end ---\n{tail}\n---", file=sys.stderr)
         if self.box is not None:
             self.box.close()
             self.box.remove_work()

@@ -13,7 +13,11 @@ turn. What stays per student is everything the student's code, or what it made, 
 * the sweep after each submission: whatever carries the student's tag and still runs is killed.
 
 The worker carries a tag of its own (``<run>-worker<N>``), so the sweep never hits it and the end
-of the run does. Requests and reports travel over a socket that kernels do not inherit; each
+of the run does. When the grader sandboxes submissions, the worker itself runs within a memory limit of its
+own (``WORKER_MEMORY_MB``, a control group): nbgrader parses and writes what the student's kernel sent, and a
+notebook built to grow in that parsing (copies of one display update, metadata of millions of objects) stops
+the worker at that limit, which that submission's row reports as a limit it hit, never the machine's memory
+or the next student's grade. Requests and reports travel over a socket that kernels do not inherit; each
 report carries the request's nonce, so output a student's code writes anywhere else cannot pass
 for one.
 """
@@ -32,6 +36,7 @@ from pathlib import Path
 from ..labs import GradingError
 from ..outputs.results import Status, WorkerReport
 from ..sandbox.isolation import kill_submission_processes
+from ..sandbox.limits import ControlGroups, Limits
 from .context import SubmissionContext
 
 
@@ -45,12 +50,16 @@ class Turn:
 
 
 WORKER = [sys.executable, "-m", "streamlab.grading.workers.worker", "--serve"]  # + the channel's fd
+WORKER_MEMORY_MB = 2048  # nbgrader and the notebooks it reads and writes (a lab's: ~300 MB); kernels are not in it
 
 
 class WarmWorker:
     def __init__(self, tag: str, *, env: dict, cwd: Path, log_path: Path,
-                 checks: Path | None = None, checks_sha256: str | None = None, command: list[str] = WORKER):
+                 checks: Path | None = None, checks_sha256: str | None = None, command: list[str] = WORKER,
+                 memory_mb: int | None = None):
         self.command = command
+        self.memory_mb = memory_mb  # the worker's own memory limit (None: none)
+        self.groups: ControlGroups | None = None
         self.tag = tag
         self.env = env
         self.cwd = cwd
@@ -72,6 +81,14 @@ class WarmWorker:
         theirs.close()
         self.channel = Connection(ours.detach())
         self.started += 1
+        if self.memory_mb is not None:
+            self.groups = ControlGroups(f"streamlab-{self.tag}-{self.started}",
+                                        Limits(memory_mb=self.memory_mb, processes=4096))
+            self.groups.join(self.proc.pid)
+
+    def _hit_its_memory(self) -> bool:
+        """Whether the worker was stopped at its own memory limit (what a notebook made nbgrader parse)."""
+        return self.groups is not None and any(hit.startswith("memory") for hit in self.groups.hits())
 
     def grade(self, context: SubmissionContext, *, timeout_s: float) -> Turn:
         """Send one submission (``context``) and wait at most ``timeout_s`` for its report; then sweep away
@@ -100,6 +117,8 @@ class WarmWorker:
         except (EOFError, OSError) as err:
             detail = f"the grading process stopped answering ({type(err).__name__})"
         if report is None:  # timed out or died: it goes, with everything the student started
+            if self._hit_its_memory():
+                detail = f"the grader's memory for reading this notebook ({self.memory_mb} MB)"
             killed = kill_submission_processes(self.proc, student_tag)
             self._stop()
         else:
@@ -113,6 +132,10 @@ class WarmWorker:
         if turn.hit_limit:
             return WorkerReport.no_result(Status.TIMED_OUT, f"the submission did not finish within {timeout_s:g} s; "
                                                             f"it was stopped (with its kernel and Spark)"), turn.killed
+        if turn.report is None and turn.detail.startswith("the grader's memory"):
+            return WorkerReport.no_result(Status.LIMIT, f"limit exceeded: {turn.detail}; what its kernel sent grew "
+                                                        f"past it while nbgrader read it; the submission scores 0"
+                                          ), turn.killed
         if turn.report is None:
             raise GradingError(f"{turn.detail}; see {context.log} and {self.log_path}")
         return turn.report, turn.killed
@@ -128,6 +151,10 @@ class WarmWorker:
                 pass
             kill_submission_processes(self.proc, self.tag)
             self.proc = None
+        if self.groups is not None:
+            self.groups.kill_all()
+            self.groups.remove()
+            self.groups = None
 
     def close(self) -> None:
         """Let the worker finish (it stops its Spark), then make sure nothing of it is left."""

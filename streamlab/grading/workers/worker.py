@@ -34,7 +34,7 @@ from ..outputs.feedback import inert_feedback_pages
 from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
 from ..outputs.verdicts import summary_detail, with_checks_block
 from ..outputs.withhold import withhold_hidden_tests
-from ..sandbox.box import Sandbox, kernel_manager_class, untrusted_folder
+from ..sandbox.box import Sandbox, kernel_manager_class, kernel_output, output_tail, untrusted_folder
 from ..sandbox.limits import Limits
 from ..sandbox.tenancy import Principal
 from .context import SubmissionContext
@@ -61,14 +61,20 @@ def _cell_seconds(cell) -> float | None:
     return (_parse_time(end) - _parse_time(start)).total_seconds()
 
 
-def _why_autograde_failed(text: str, cell_timeout: float) -> tuple[Status, str]:
-    """The status and detail for an autograde that failed, from nbgrader's log and error."""
-    if "DeadKernelError" in text or "Kernel died" in text:
+def _why_autograde_failed(failure: BaseException | None, text: str, cell_timeout: float) -> tuple[Status, str]:
+    """The status and detail for an autograde that failed: by the type of the exception that stopped the
+    notebook's run (``failure``, as ``bounds.bounded_execute`` caught it), never by words in a log a notebook
+    can print into. Only when nothing stopped a run (nbgrader failed before running it), nbgrader's own
+    ``text`` tells a notebook it refused (invalid) from its own failure (a grader error, graded again)."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbgrader.preprocessors.execute import UnresponsiveKernelError
+
+    if isinstance(failure, DeadKernelError):
         return Status.CRASHED, "the notebook's kernel died while it ran"
-    if "CellTimeoutError" in text or "UnresponsiveKernelError" in text:
+    if isinstance(failure, (CellTimeoutError, UnresponsiveKernelError)):
         return Status.TIMED_OUT, (f"a cell was still running after {cell_timeout} s and did not "
                                   f"stop when interrupted")
-    if "ValidationError" in text or "SchemaTooNew" in text or "SchemaTooOld" in text:
+    if failure is None and any(name in text for name in ("ValidationError", "SchemaTooNew", "SchemaTooOld")):
         return Status.INVALID, "nbgrader rejected the notebook's cell metadata"
     return Status.ERROR, "nbgrader autograde failed; see the log"
 
@@ -139,7 +145,8 @@ def _start_checks(context: SubmissionContext, checks: Path, checks_sha256: str |
             return Sandbox(env, CHECKS_LIMITS, principal=principal, sandbox_servers=context.sandbox_listener,
                            read_only=(str(checks), str(student_data)))
     return ChecksProcess(checks, checks_sha256 or "", student_data=student_data,
-                         topic_prefix=context.topic_prefix, env=env, make_box=make_box)
+                         topic_prefix=context.topic_prefix, env=env, make_box=make_box,
+                         log=checks_work(student_data) / "checks-output.log")
 
 
 def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[str, str] | None = None,
@@ -158,7 +165,9 @@ def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[st
     steps = Autograde.class_traits()["sanitize_preprocessors"].default()
     at = [step.__name__ for step in steps].index("OverwriteCells") + 1
     config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
-    config.Execute.kernel_manager_class = kernel_manager_class(env=kernel_env)
+    output = kernel_output(Path(kernel_env["STREAMLAB_DATA_DIR"]).parent) \
+        if kernel_env and kernel_env.get("STREAMLAB_DATA_DIR") else None
+    config.Execute.kernel_manager_class = kernel_manager_class(env=kernel_env, output=output)
     if progress:
         config.BoundedExecute.progress = progress
     return config
@@ -172,6 +181,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     if box is not None:
         box.configure(config)  # its kernelspec and kernel manager, with the same environment
     started, started_at = time.monotonic(), datetime.now(UTC)
+    bounded_execute().last_failure = None
     with (box.stopped_at_a_limit() if box is not None else nullcontext()):
         autograded = run_converter(Autograde, config, assignment=lab, student=student,
                                    force=True, create_student=True)
@@ -180,6 +190,10 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     if box is not None:
         box.stop()  # nothing of the submission runs while its results are read
         usage = box.usage()
+    if context.env.get("STREAMLAB_DATA_DIR"):  # what the kernel wrote to stdout and stderr: its last part
+        tail = output_tail(kernel_output(Path(context.env["STREAMLAB_DATA_DIR"]).parent))
+        sys.stderr.write(f"--- the kernel's own output (stdout and stderr), its end ---\n{tail}\n---\n" if tail else "")
+    if box is not None:
         hit = box.limits_hit()
         if hit:
             return WorkerReport.no_result(Status.LIMIT, f"limit exceeded: {', '.join(hit)}; the submission "
@@ -188,7 +202,8 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     timings["usage"] = usage
     if not autograded["success"]:
         sys.stderr.write(autograded.get("error", ""))
-        status, detail = _why_autograde_failed(autograded["log"] + autograded.get("error", ""),
+        status, detail = _why_autograde_failed(bounded_execute().last_failure,
+                                               autograded["log"] + autograded.get("error", ""),
                                                config.Execute.timeout)
         return WorkerReport.no_result(status, detail, **timings)
 
@@ -264,11 +279,43 @@ def _status(timeouts: list[str], cell_timeout: float, outcomes: list[CheckResult
     return status, "; ".join(d for d in (detail, summary_detail(outcomes)) if d)
 
 
+class BoundedLog:
+    """A text file that takes at most ``max_bytes`` of writes, then one line saying the rest was left out: a
+    student's log, written by the worker while grading them, stays within its own bound."""
+
+    def __init__(self, handle, max_bytes: int):
+        self.handle, self.left = handle, max_bytes
+        self.cut = False
+
+    def write(self, text: str) -> int:
+        data = text.encode("utf-8", errors="replace")
+        if len(data) <= self.left:
+            self.left -= len(data)
+            self.handle.write(text)
+        elif not self.cut:
+            self.cut = True
+            self.handle.write(data[:self.left].decode("utf-8", errors="ignore") + "\n[the log is cut here: it is "
+                              "limited in size]\n")
+            self.left = 0
+        return len(text)
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def fileno(self) -> int:
+        return self.handle.fileno()
+
+
+STUDENT_LOG_BYTES = 16 * 2**20  # what the worker writes into one student's log
+
+
 @contextmanager
 def _output_to(log_path: Path):
-    """Send this process's Python-level output and logging to ``log_path`` (one student's log)."""
+    """Send this process's Python-level output and logging to ``log_path`` (one student's log), at most
+    ``STUDENT_LOG_BYTES`` of it."""
     saved = sys.stdout, sys.stderr, logging.getLogger().handlers[:]
-    with open(log_path, "a", buffering=1, encoding="utf-8") as log:
+    with open(log_path, "a", buffering=1, encoding="utf-8") as handle:
+        log = BoundedLog(handle, STUDENT_LOG_BYTES)
         sys.stdout = sys.stderr = log
         handler = logging.StreamHandler(log)
         handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
