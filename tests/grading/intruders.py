@@ -57,12 +57,13 @@ def notebook_name(lab: str) -> str:
     return grading.lab_notebooks(lab)[0]
 
 
-def with_attack(lab: str, code: str):
-    """``lab``'s blank notebook, as students get it, with ``code`` in a cell of its own at the top."""
+def with_attack(lab: str, code: str, *, on_reference: bool = False):
+    """``lab``'s blank notebook, as students get it (``on_reference``: the reference answers), with ``code`` in a
+    cell of its own at the top."""
     import nbformat
 
     from streamlab import grading
 
-    nb = grading.released_notebook(lab, notebook_name(lab))
+    nb = (grading.reference_notebook if on_reference else grading.released_notebook)(lab, notebook_name(lab))
     nb.cells.insert(0, nbformat.v4.new_code_cell(code.strip("\n")))
     return nb

@@ -40,8 +40,9 @@ grader's words and files), each family an attacker, with a reference graded righ
                  3.7 GB worker)                                            -> the update is not kept
     o_expand     a 20 MB notebook whose metadata holds 7 million objects (the worker grew past 14 GB)
                                                                           -> invalid notebook, never parsed
-    p_words      its query's output has a column named OutOfMemoryError, which a check's message quotes (the old
-                 runner read the words as the checks' JVM failing: a grader error, run after run) -> graded, 0
+    p_words      the reference answers, but Part B's count column is named OutOfMemoryError and holds "2.0", which
+                 a check's message quotes (the old runner read the words as the checks' JVM failing: a grader
+                 error, run after run)                                    -> graded: Part B fails, the rest counts
     worker1      the reference, under the id whose log was the slot's own (it truncated it) -> full marks, its
                  own log in logs/, the grader's in grader/
 """
@@ -196,7 +197,7 @@ import os, socket, struct, threading
 host, port = os.environ["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
 def send(size):
     try:
-        sock = socket.create_connection((host, int(port)), timeout=30)
+        sock = socket.create_connection((host, int(port)), timeout=10)
         body = struct.pack(">hhih", 0, 3, 1, -1) + b"\\0" * (size - 10)
         sock.sendall(struct.pack(">i", len(body)) + body)
         sock.recv(1)
@@ -215,14 +216,15 @@ import os
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 prefix = os.environ["STREAMLAB_TOPIC_PREFIX"]
-admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=15000)
-for name, attempt in [
-        ("CREATE", lambda: admin.create_topics([NewTopic(prefix + "seg", 1, 1, topic_configs={"segment.ms": "1"})])),
-        ("PLAIN", lambda: admin.create_topics([NewTopic(prefix + "plain", 1, 1)])),
-        ("ALTER", lambda: admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, prefix + "plain",
-                                                              configs={"segment.ms": "1"})]).resources)]:
+for name, attempt in [  # a new client each time: the door closes the connection of a refused request
+        ("CREATE", lambda admin: admin.create_topics([NewTopic(prefix + "seg", 1, 1,
+                                                                 topic_configs={"segment.ms": "1"})])),
+        ("PLAIN", lambda admin: admin.create_topics([NewTopic(prefix + "plain", 1, 1)])),
+        ("ALTER", lambda admin: admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, prefix + "plain",
+                                                                    configs={"segment.ms": "1"})]).resources)]:
     try:
-        print(name, "DID", attempt())
+        admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=5000)
+        print(name, "DID", attempt(admin))
     except Exception as err:
         print(name, "refused", type(err).__name__)
 ''',
@@ -248,14 +250,13 @@ from kafka import KafkaProducer
 producer = KafkaProducer(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], batch_size=2**20 - 4096,
                          max_request_size=2**20 - 1024, linger_ms=5, delivery_timeout_ms=10000,
                          request_timeout_ms=8000, max_block_ms=10000)
-topic, value, sent = os.environ["STREAMLAB_TOPIC_PREFIX"] + "bulk", b"x" * (512 * 1024), 0
-try:
-    for _ in range(700):
-        producer.send(topic, value).get(timeout=20)
-        sent += len(value)
-except Exception as err:
-    print("REFUSED", type(err).__name__)
-print("BYTES", sent // 2**20)
+topic, value = os.environ["STREAMLAB_TOPIC_PREFIX"] + "bulk", b"x" * (512 * 1024)
+sent = [producer.send(topic, value) for _ in range(700)]
+producer.flush(timeout=60)
+done = sum(1 for future in sent if future.succeeded())
+if done < len(sent):
+    print("REFUSED", len(sent) - done)
+print("BYTES", done * len(value) // 2**20)
 producer.close(timeout=1)
 ''',
     "n_display": '''
@@ -269,7 +270,7 @@ print("UPDATED")
 from pyspark.sql import functions as F
 def _loud(requests):
     counts = requests.dropDuplicates(["path", "method"]).groupBy("path").count()
-    return counts.withColumn("OutOfMemoryError", F.lit("java.lang.OutOfMemoryError: Py4JNetworkError"))
+    return counts.select("path", F.format_string("%d.0", "count").alias("OutOfMemoryError"))  # "2.0", not 2
 get_ipython().events.register("post_run_cell", lambda *_: get_ipython().user_ns.update(distinct_methods=_loud))
 ''',
     "g_exfil": '''
@@ -279,6 +280,9 @@ def keep(info):
 get_ipython().events.register("pre_run_cell", keep)
 ''',
 }
+
+
+ON_REFERENCE = {"p_words"}  # attacks on the reference answers (the others on the blank lab)
 
 
 def _name() -> str:
@@ -317,7 +321,8 @@ def hostile(kafka_bootstrap, tmp_path_factory):
 
     for student, code in ATTACKS.items():
         head = f"GUARD_GROUP = {guard_group!r}\nGUARD_TX = {guard_tx!r}\n"
-        nbformat.write(with_attack(LAB, head + code), submissions / f"{student}.ipynb")
+        nbformat.write(with_attack(LAB, head + code, on_reference=student in ON_REFERENCE),
+                       submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
     for student in ("v1", "zz_victim", "jz_reference", "worker1"):
         nbformat.write(reference, submissions / f"{student}.ipynb")
@@ -383,7 +388,7 @@ def test_the_victims_keep_full_marks_under_their_own_names(hostile):
 
 @pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy",
                                      "g_exfil", "h_deep", "j_heap", "k_configs", "l_txids", "m_bytes",
-                                     "n_display", "p_words"])
+                                     "n_display"])
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
@@ -507,7 +512,8 @@ def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile)
         [(r["student"], r["detail"]) for r in hostile["rows"] if r["status"] == "grader error"]
 
 
-def test_topic_configs_are_refused_by_the_door_and_by_kafka(hostile):
+def test_topic_configs_are_refused(hostile):
+    """At the door here (Kafka's own refusal, the ACLs without ALTER_CONFIGS: test_tenancy)."""
     said = _said(hostile, "k_configs")
     assert "CREATE refused" in said and "PLAIN DID" in said, said[-1500:]
     altered = re.search(r"ALTER DID \[\((\d+)", said)
@@ -536,7 +542,7 @@ def test_a_notebook_that_expands_in_memory_is_refused_unparsed(hostile):
 
 def test_a_checks_words_in_the_students_data_are_a_failed_part_not_a_grader_error(hostile):
     result = _result(hostile, "p_words")
-    assert result["status"] == "graded", result["detail"]
+    assert result["status"] == "graded" and 0 < result["score"] < result["max_score"], result["detail"]
     assert any("OutOfMemoryError" in check["detail"] for check in result["checks"]), result["checks"]
 
 
