@@ -169,7 +169,8 @@ def _hdfs_checkpoint(run):
 
 
 def _true_oldest(files, batches, keep) -> dict[int, int]:
-    """Spark's own cleanup rule: the latest snapshot at or before the oldest kept version, else version 1."""
+    """The part's cleanup rule (one version fewer than Spark's own, which also keeps the version the oldest kept
+    batch started from): the latest snapshot at or before the oldest kept version, else version 1."""
     oldest = batches[-1] + 1 - keep + 1
     truth = {}
     for partition, mine in files.groupby("partition"):
