@@ -6,8 +6,9 @@ body; https://kafka.apache.org/protocol). ``read_frame`` reads one from a socket
 than ``MAX_REQUEST_BYTES``. ``KafkaBudget.admit`` looks at each frame a sandbox sends:
 
 * only the requests a client needs to produce, consume, use groups and transactions and manage its own
-  topics pass (``PASSED_APIS``); everything else (configs, ACLs, quotas, credentials, reassignments, the
-  log dirs, anything unknown) is refused, whatever the ACLs say;
+  topics pass (``PASSED_APIS``); everything else (ACLs, quotas, credentials, reassignments, the log dirs,
+  anything unknown) is refused, whatever the ACLs say; a topic's configs are altered by no one but the
+  grader (the broker refuses the principal ALTER_CONFIGS);
 * Produce (API 0): the bytes of its frames are counted, at most ``MAX_PRODUCED_BYTES`` a submission (the
   broker keeps what is written until the grader deletes the topics);
 * InitProducerId (API 22, versions 0-5, flexible from 2): at most ``MAX_PRODUCER_IDS`` a submission, and at
@@ -47,8 +48,8 @@ import threading
 MAX_REQUEST_BYTES = 2 * 2**20
 MAX_TOPICS = 64  # per sandbox: the labs create at most 11
 MAX_PARTITIONS = 256  # per sandbox: the labs create at most 21 (+3 by CreatePartitions)
-MAX_PRODUCED_BYTES = 256 * 2**20  # per sandbox, Produce frames together: a lab's reference writes < 5 MB
-MAX_PRODUCER_IDS = 512  # InitProducerId requests per sandbox: each Kafka producer sends one (the labs: < 40)
+MAX_PRODUCED_BYTES = 64 * 2**20  # per sandbox, Produce frames together: a lab's reference writes at most 0.4 MB
+MAX_PRODUCER_IDS = 512  # InitProducerId requests per sandbox: each idempotent producer sends one (the labs: <= 6)
 MAX_TRANSACTIONAL_IDS = 16  # different transactional ids per sandbox: the labs use one
 BROKER_DEFAULT_PARTITIONS = 1  # the course broker's num.partitions (streamlab/stack/kafka_settings.py)
 
@@ -57,16 +58,20 @@ PRODUCE, METADATA, CREATE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS = 0, 3, 19
 COUNTED_APIS = {METADATA: ("Metadata", 13, 9), CREATE_TOPICS: ("CreateTopics", 7, 5),
                 INIT_PRODUCER_ID: ("InitProducerId", 5, 2), CREATE_PARTITIONS: ("CreatePartitions", 3, 2)}
 # The requests a sandbox's clients may send at all: what Kafka's Java client (Spark's), kafka-python and the
-# admin calls on one's own topics, groups and transactions use. Not here, so refused: AlterConfigs (33) and
-# IncrementalAlterConfigs (44), ACLs (30, 31), quotas (49), SCRAM credentials (51), reassignments and leader
-# elections (43, 45, 46), log dirs (34, 35), delegation tokens (38-41), features (57), SASL (17, 36: the
-# door has authenticated the connection already), share groups, and every API this list does not know.
+# admin calls on one's own topics, groups and transactions use. AlterConfigs (33) and IncrementalAlterConfigs
+# (44) pass to the broker, which refuses them: the principal has no ALTER_CONFIGS (``tenancy.OPERATIONS``); the
+# course's own lesson 05 helper (``produce_with_event_time``) sends one and must get the broker's answer, not a
+# closed connection. Not here, so refused at the door: ACLs (30, 31), quotas (49), SCRAM credentials (51),
+# reassignments and leader elections (43, 45, 46), log dirs (34, 35), delegation tokens (38-41), features (57),
+# SASL (17, 36: the door has authenticated the connection already), share groups, and every API this list does
+# not know.
 PASSED_APIS = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
     10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
     15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
     21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch", 24: "AddPartitionsToTxn",
     25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit", 29: "DescribeAcls", 32: "DescribeConfigs",
+    33: "AlterConfigs", 44: "IncrementalAlterConfigs",
     37: "CreatePartitions", 42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster", 61: "DescribeProducers",
     65: "DescribeTransactions", 66: "ListTransactions", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
     71: "GetTelemetrySubscriptions", 72: "PushTelemetry", 75: "DescribeTopicPartitions",
