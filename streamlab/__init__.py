@@ -23,6 +23,7 @@ Then each lesson's own helpers, under the lesson's number::
     sl.m05   offset replay: where a query starts, how far behind it is, what it lost
     sl.m06   event time and watermarks: controlled micro-batches, and what the watermark did
     sl.m07   savepoints and upgrades: a savepoint the Spark way, trying a change on a copy
+    sl.m08   state in Flink 2.x: what a restarted query loads from its checkpoint, measured
 
 The package has four rooms: ``streamlab.stack`` (Java, jars, Kafka, Spark, the doctor),
 ``streamlab.lessons`` (these helpers), ``streamlab.grading`` (the grader) and ``streamlab.site`` (the course
@@ -34,6 +35,7 @@ from .lessons import m04_recovery as m04
 from .lessons import m05_offset_replay as m05
 from .lessons import m06_event_time as m06
 from .lessons import m07_upgrades as m07
+from .lessons import m08_state_in_flink_2 as m08
 from .lessons.checkpoint import Checkpoint, new_checkpoint
 from .lessons.events import (
     ACCESS_LOG_SCHEMA,
@@ -70,7 +72,7 @@ __all__ = [
     # the environment
     "doctor",
     # each lesson's own helpers
-    "m02", "m03", "m04", "m05", "m06", "m07",
+    "m02", "m03", "m04", "m05", "m06", "m07", "m08",
 ]
 
 

@@ -39,11 +39,13 @@ def test_there_are_notebooks():
 
 def test_lessons_sort_in_course_order_and_each_names_the_next():
     """Modules 02, 04 and 07 are two lessons each (02b state expiry, 04b crashes and sinks, 07b state as data), the
-    second right after the first in every file listing; each lesson's last cell points to the one after it."""
+    second right after the first in every file listing, and 08 (state in Flink 2.x) closes the course; each lesson's
+    last cell points to the one after it."""
     names = [p.stem for p in NOTEBOOKS]
     assert names.index("02_keyed_state") + 1 == names.index("02b_state_expiry") == names.index("03_state_backends") - 1
     assert names.index("04_checkpoints_exactly_once") + 1 == names.index("04b_crashes_and_sinks")
-    assert names.index("07_savepoints_upgrades") + 1 == names.index("07b_state_as_data") == len(names) - 1
+    assert names.index("07_savepoints_upgrades") + 1 == names.index("07b_state_as_data")
+    assert names.index("07b_state_as_data") + 1 == names.index("08_state_in_flink_2") == len(names) - 1
     for lesson, following in zip(NOTEBOOKS, NOTEBOOKS[1:]):
         last = nbformat.read(lesson, as_version=4).cells[-1].source
         number = following.stem.split("_")[0]

@@ -251,13 +251,15 @@ from kafka import KafkaProducer
 producer = KafkaProducer(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], batch_size=2**20 - 4096,
                          max_request_size=2**20 - 1024, linger_ms=5, delivery_timeout_ms=10000,
                          request_timeout_ms=8000, max_block_ms=10000)
-topic, value = os.environ["STREAMLAB_TOPIC_PREFIX"] + "bulk", b"x" * (512 * 1024)
-sent = [producer.send(topic, value) for _ in range(700)]
-producer.flush(timeout=60)
-done = sum(1 for future in sent if future.succeeded())
-if done < len(sent):
-    print("REFUSED", len(sent) - done)
-print("BYTES", done * len(value) // 2**20)
+topic, value, sent = os.environ["STREAMLAB_TOPIC_PREFIX"] + "bulk", b"x" * (512 * 1024), 0
+try:
+    for _ in range(700):
+        producer.send(topic, value).get(timeout=20)
+        sent += len(value)
+except Exception as err:
+    print("REFUSED", type(err).__name__)
+finally:
+    print("BYTES", sent // 2**20)
 producer.close(timeout=1)
 ''',
     "n_display": '''
@@ -358,6 +360,8 @@ def hostile(kafka_bootstrap, tmp_path_factory):
            "guard": (guard_topic, guard_group, guard_tx, guard_producer), "bootstrap": kafka_bootstrap,
            "run_tag": run_tag}
     guard_producer.close()
+    admin.close()  # idle through the whole run: the broker may have closed its connection (connections.max.idle.ms)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
     admin.delete_topics([guard_topic])
     admin.close()
 

@@ -150,7 +150,7 @@ def test_every_link_inside_the_site_and_its_anchor_resolve(seen, name):
 def test_the_lessons_show_their_outputs(seen):
     """The executed lessons: tables of state and figures are on the pages, not only code."""
     lessons = {n: v for n, v in seen["pages"].items() if re.match(r"\d\d_", n)}
-    assert len(lessons) == 8
+    assert len(lessons) == 9
     assert sum(len(v["images"]) for v in lessons.values()) >= 3, "the lessons' plots"
     assert all("dataframe" in v["html"] or "<table" in v["html"] for n, v in lessons.items() if n != "00_setup.html")
 

@@ -407,6 +407,7 @@ def kernel_manager_class(folder: Path | None = None, uid: int | None = None, *, 
             if env is not None:
                 kwargs["env"] = {**env, **{name: os.environ[name] for name in NBGRADER_ENV if name in os.environ}}
             if output is not None:
+                Path(output).parent.mkdir(parents=True, exist_ok=True)  # a self-check's data folder is made later
                 self._output = open(output, "ab")  # noqa: SIM115 - the kernel holds it; ours closes once it runs
                 kwargs["stdout"] = kwargs["stderr"] = self._output
             return await super()._async_pre_start_kernel(**kwargs)
