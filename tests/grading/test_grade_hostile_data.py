@@ -197,6 +197,7 @@ print("WROTE", written // 2**20, "MB")
 import os, socket, struct, threading
 host, port = os.environ["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
 def send(size):
+    sock = None
     try:
         sock = socket.create_connection((host, int(port)), timeout=10)
         body = struct.pack(">hhih", 0, 3, 1, -1) + b"\\0" * (size - 10)
@@ -204,6 +205,9 @@ def send(size):
         sock.recv(1)
     except OSError:
         pass
+    finally:
+        if sock is not None:
+            sock.close()
 for size in (16 * 2**20, 2 * 2**20 - 100):
     threads = [threading.Thread(target=send, args=(size,)) for _ in range(64)]
     for thread in threads:
@@ -392,8 +396,7 @@ def test_the_victims_keep_full_marks_under_their_own_names(hostile):
 
 
 @pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy",
-                                     "g_exfil", "h_deep", "j_heap", "k_configs", "l_txids", "m_bytes",
-                                     "n_display"])
+                                     "g_exfil", "h_deep", "k_configs", "l_txids", "m_bytes", "n_display"])
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
@@ -510,6 +513,9 @@ def test_a_flood_of_stderr_is_its_own_disk_limit_never_the_slots_log(hostile):
 
 
 def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile):
+    # its own lab may stall behind the 64 connections it holds (a cell past its limit on a busy machine): its business
+    row = _row(hostile, "j_heap")
+    assert row["status"] in ("graded", "timed out") and float(row["score"]) == 0, row
     assert "SENT" in _said(hostile, "j_heap")
     refused = _result(hostile, "j_heap")["usage"].get("kafka_refused", 0)
     assert refused >= 64, _result(hostile, "j_heap")["usage"]  # every 16 MB request closed at the door

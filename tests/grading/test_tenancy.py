@@ -92,8 +92,9 @@ def test_a_principal_sees_and_changes_only_its_own_topics(principal, listener, t
 
 def test_a_principal_cannot_change_its_own_topics_configs(principal, listener, kafka_bootstrap):
     """segment.ms=1 on a topic of its own made the broker open a file per request until it died: the principal may
-    read its topics' configs, never alter them (Kafka's ACLs; the door refuses configs at creation too)."""
-    from kafka.admin import ConfigResource, ConfigResourceType
+    read its topics' configs, never alter them (Kafka's ACLs; the door refuses configs at creation too). It may
+    still grow its own topic (CreatePartitions needs ALTER on the topic: lab 05 does it)."""
+    from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
     prefix = f"cfg-{secrets.token_hex(3)}-"
     principal.allow_only(prefix)
@@ -101,6 +102,8 @@ def test_a_principal_cannot_change_its_own_topics_configs(principal, listener, k
     try:
         admin.create_topics([NewTopic(f"{prefix}a", 1, 1)])
         _listed_once_created(admin, f"{prefix}a")
+        grown = admin.create_partitions({f"{prefix}a": NewPartitions(total_count=2)})
+        assert [entry[1] for entry in grown.topic_errors] == [0], grown
         resource = ConfigResource(ConfigResourceType.TOPIC, f"{prefix}a", configs={"segment.ms": "1"})
         answer = admin.alter_configs([resource])
         assert [error for error, *_ in answer.resources] != [0], answer  # TOPIC_AUTHORIZATION_FAILED
