@@ -10,6 +10,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def in_both_trees(*rows: tuple[str, str, str]) -> list[tuple[str, str, str]]:
+    """(lab, wrong, right) rows, each held in the lab's source (solutions/) and in the student version made from
+    it (labs/)."""
+    return [(f"{tree}/{lab}/{lab}.ipynb", wrong, right) for tree in ("solutions", "labs") for lab, wrong, right in rows]
+
+
 FACTS = [
     # (1) savepoints are aligned because a savepoint survives a job upgrade; Flink rescales unaligned checkpoints
     ("notebooks/04_checkpoints_exactly_once.ipynb",
@@ -22,10 +29,7 @@ FACTS = [
     # (3) only the legacy FlinkKafkaConsumer kept its offsets in a union list state
     ("notebooks/07b_state_as_data.ipynb", "(the Kafka source does this with its partition offsets)",
      "the legacy `FlinkKafkaConsumer`"),
-    ("solutions/lab04_checkpoints_exactly_once/lab04_checkpoints_exactly_once.ipynb",
-     "offsets (union list state)", "even-split list state"),
-    ("labs/lab04_checkpoints_exactly_once/lab04_checkpoints_exactly_once.ipynb",
-     "offsets (union list state)", "even-split list state"),
+    *in_both_trees(("lab04_checkpoints_exactly_once", "offsets (union list state)", "even-split list state")),
     # (4) raw state is opaque bytes that are still checkpointed; a dict in foreachBatch is no state at all
     ("notebooks/glossary.md", "is the \"unmanaged\" case", "still checkpointed"),
     # (5) article 004 has sections on unaligned checkpoints
@@ -98,8 +102,8 @@ FACTS = [
     # (19) article 001's three reasons to manage state: memory, failures, rescaling (为什么要管理状态)
     ("notebooks/01_stateless_vs_stateful.ipynb", "Jobs run 24×7 and machines fail. Let's count",
      "(内存不足); jobs run 24×7 and machines fail"),
-    # lab texts (issue 51): each held in the lab's source (solutions/) and in the student version made from it (labs/)
-    *[(f"{tree}/{lab}/{lab}.ipynb", wrong, right) for tree in ("solutions", "labs") for lab, wrong, right in [
+    # lab texts (issue 51)
+    *in_both_trees(
         # lab 01: approx_count_distinct, which Spark's error suggests, is an estimate; the count must be exact
         ("lab01_stateless_vs_stateful", "(try it and read the error). A stateful operator can feed",
          "your answer must be **exact**"),
@@ -132,7 +136,7 @@ FACTS = [
         # lab 07: which v1 the reflection means; initialState takes grouped data
         ("lab07_savepoints_upgrades", "Is v1's output right?", "not Part A's v1"),
         ("lab07_savepoints_upgrades", "and an `initialState`.\n", "`initialState` takes *grouped* data"),
-    ]],
+    ),
 ]
 
 

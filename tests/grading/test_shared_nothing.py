@@ -96,7 +96,7 @@ def test_a_kernels_own_output_goes_to_its_work_folder_never_the_workers(tmp_path
     kernel in that slot died at its first write (EFBIG). Now they go to a file in the submission's folder."""
     import asyncio
 
-    output = kernel_output(tmp_path / "work")  # not made yet, as a self-check's work folder is not
+    output = kernel_output({"STREAMLAB_DATA_DIR": str(tmp_path / "work" / "data")})  # not made yet (a self-check's)
     manager = kernel_manager_class(env={**os.environ}, output=output)()
 
     async def run():

@@ -267,7 +267,7 @@ class Sandbox:
         config.Execute.kernel_name = KERNEL_NAME
         config.Execute.kernel_manager_class = kernel_manager_class(
             self.runtime / "kernel", self.uid if is_root() else None, env=self.env,
-            kernel_dirs=[str(self.runtime / "jupyter" / "kernels")], output=kernel_output(self.work))
+            kernel_dirs=[str(self.runtime / "jupyter" / "kernels")], output=kernel_output(self.env))
 
     def command(self, *args: str) -> list[str]:
         """A command line that runs ``args`` in this sandbox (what the kernelspec does for the kernel)."""
@@ -351,10 +351,11 @@ class Sandbox:
 NBGRADER_ENV = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
 
 
-def kernel_output(work: Path) -> Path:
+def kernel_output(env: dict[str, str]) -> Path:
     """The file a submission's kernel (and everything it starts) writes its stdout and stderr to: in its own
-    work folder, so the sandbox's disk limit bounds it, never a log the grader or another submission shares."""
-    return Path(work) / "kernel-output.log"
+    work folder (the parent of ``env``'s data folder, as for ``Sandbox.work``), so the sandbox's disk limit bounds
+    it, never a log the grader or another submission shares."""
+    return Path(env["STREAMLAB_DATA_DIR"]).parent / "kernel-output.log"
 
 
 OUTPUT_TAIL_BYTES = 64 * 1024  # of a kernel's or the checks' output, copied into the student's log afterwards

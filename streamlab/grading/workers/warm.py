@@ -47,6 +47,7 @@ class Turn:
     hit_limit: bool               # still running at the whole-submission limit (then stopped)
     killed: int                   # processes stopped afterwards (left running by the notebook)
     detail: str = ""              # why there is no report
+    memory_limit: bool = False    # the worker was stopped at its own memory limit (``WORKER_MEMORY_MB``)
 
 
 WORKER = [sys.executable, "-m", "streamlab.grading.workers.worker", "--serve"]  # + the channel's fd
@@ -99,7 +100,7 @@ class WarmWorker:
             self._start()
         nonce = secrets.token_hex(16)
         deadline = time.monotonic() + timeout_s
-        report, detail, hit_limit = None, "", False
+        report, detail, hit_limit, memory_limit = None, "", False, False
         try:
             self.channel.send_bytes(json.dumps({**asdict(context), "nonce": nonce}).encode())
             while report is None:
@@ -117,13 +118,12 @@ class WarmWorker:
         except (EOFError, OSError) as err:
             detail = f"the grading process stopped answering ({type(err).__name__})"
         if report is None:  # timed out or died: it goes, with everything the student started
-            if self._hit_its_memory():
-                detail = f"the grader's memory for reading this notebook ({self.memory_mb} MB)"
+            memory_limit = self._hit_its_memory()
             killed = kill_submission_processes(self.proc, student_tag)
             self._stop()
         else:
             killed = kill_submission_processes(None, student_tag)
-        return Turn(report, hit_limit, killed, detail)
+        return Turn(report, hit_limit, killed, detail, memory_limit)
 
     def report(self, context: SubmissionContext, *, timeout_s: float) -> tuple[WorkerReport, int]:
         """``grade``, then what it came to: the worker's report (timed out at ``timeout_s``: a report saying so),
@@ -132,10 +132,11 @@ class WarmWorker:
         if turn.hit_limit:
             return WorkerReport.no_result(Status.TIMED_OUT, f"the submission did not finish within {timeout_s:g} s; "
                                                             f"it was stopped (with its kernel and Spark)"), turn.killed
-        if turn.report is None and turn.detail.startswith("the grader's memory"):
-            return WorkerReport.no_result(Status.LIMIT, f"limit exceeded: {turn.detail}; what its kernel sent grew "
-                                                        f"past it while nbgrader read it; the submission scores 0"
-                                          ), turn.killed
+        if turn.report is None and turn.memory_limit:
+            return WorkerReport.no_result(
+                Status.LIMIT, f"limit exceeded: the grader's memory for reading this notebook ({self.memory_mb} MB); "
+                              f"what its kernel sent grew past it while nbgrader read it; the submission scores 0"
+            ), turn.killed
         if turn.report is None:
             raise GradingError(f"{turn.detail}; see {context.log} and {self.log_path}")
         return turn.report, turn.killed

@@ -165,8 +165,7 @@ def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[st
     steps = Autograde.class_traits()["sanitize_preprocessors"].default()
     at = [step.__name__ for step in steps].index("OverwriteCells") + 1
     config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
-    output = kernel_output(Path(kernel_env["STREAMLAB_DATA_DIR"]).parent) \
-        if kernel_env and kernel_env.get("STREAMLAB_DATA_DIR") else None
+    output = kernel_output(kernel_env) if kernel_env and kernel_env.get("STREAMLAB_DATA_DIR") else None
     config.Execute.kernel_manager_class = kernel_manager_class(env=kernel_env, output=output)
     if progress:
         config.BoundedExecute.progress = progress
@@ -191,7 +190,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
         box.stop()  # nothing of the submission runs while its results are read
         usage = box.usage()
     if context.env.get("STREAMLAB_DATA_DIR"):  # what the kernel wrote to stdout and stderr: its last part
-        tail = output_tail(kernel_output(Path(context.env["STREAMLAB_DATA_DIR"]).parent))
+        tail = output_tail(kernel_output(context.env))
         sys.stderr.write(f"--- the kernel's own output (stdout and stderr), its end ---\n{tail}\n---\n" if tail else "")
     if box is not None:
         hit = box.limits_hit()
