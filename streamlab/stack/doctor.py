@@ -55,8 +55,13 @@ def check_connector() -> Check:
     if not jars.is_cached("connector"):
         return Check("kafka connector", False, "not downloaded yet",
                      "Run `streamlab fetch` once with network access (make lab does it).")
+    import pyspark
+
     names = [j.name for j in jars.connector_jars()]
-    return Check("kafka connector", True, ", ".join(n for n in names if "kafka" in n))
+    detail = ", ".join(n for n in names if "kafka" in n)
+    if jars.CONNECTOR_VERSION.split(".")[:2] != pyspark.__version__.split(".")[:2]:
+        detail += f" ({jars.CONNECTOR_NOTE})"
+    return Check("kafka connector", True, detail)
 
 
 def check_archives() -> Check:

@@ -37,15 +37,15 @@ def test_console_command_fills_in_the_broker(kafka_bootstrap):
 def test_kafka_console_producer_creates_a_new_topic_and_reads_back(kafka_bootstrap):
     topic = fresh_name("console")
     streamlab = [sys.executable, "-m", "streamlab", "kafka", "console"]
-    produced = run(*streamlab, "producer", "--topic", topic, "--property", "parse.key=true",
-                   "--property", "key.separator=:", input="a:first\nb:second\na:third\n")
+    produced = run(*streamlab, "producer", "--topic", topic, "--reader-property", "parse.key=true",
+                   "--reader-property", "key.separator=:", input="a:first\nb:second\na:third\n")
     assert produced.returncode == 0, produced.stderr
     assert topic in sl.list_topics()
     assert sl.end_offsets(topic) == {0: 3}, "an auto-created topic has num.partitions=1"
     assert [(r["key"], r["value"]) for r in sl.read_topic(topic)] == [("a", "first"), ("b", "second"),
                                                                      ("a", "third")]
     consumed = run(*streamlab, "consumer", "--topic", topic, "--from-beginning", "--max-messages", "3",
-                   "--timeout-ms", "30000", "--property", "print.key=true", "--property", "key.separator==")
+                   "--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator==")
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.splitlines() == ["a=first", "b=second", "a=third"]
     sl.delete_topic(topic)

@@ -23,8 +23,8 @@ def test_requirements_pin_every_package_exactly():
 
 def test_curriculum_pins_hold():
     pins = read_pins()
-    assert pins["pyspark"] == "4.2.1"
-    assert int(pins["pandas"].split(".")[0]) < 3, "pandas 3 is not supported by pyspark 4.2"
+    assert pins["pyspark"] == "4.3.0"
+    assert int(pins["pandas"].split(".")[0]) < 3, "the course pins pandas 2 (pyspark 4.3 needs >= 2.2.0)"
     for needed in ("protobuf", "pyarrow", "kafka-python", "jupyterlab", "nbgrader", "pytest", "testcontainers"):
         assert needed in pins, needed
     assert pins["nbgrader"].startswith("0.9.") and pins["jupyterlab"].startswith("4.")

@@ -14,7 +14,7 @@ from streamlab.stack.jvm_archives import archive_file
 
 
 def test_spark_session_is_ready_for_the_course(spark):
-    assert spark.version == "4.2.1"
+    assert spark.version == "4.3.0"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert "spark-sql-kafka-0-10" in spark.sparkContext.getConf().get("spark.jars")

@@ -146,11 +146,14 @@ def environment(*, work: Path, broker: str, topic_prefix: str, cache: Path, java
 
 
 SPEC_INSIDE = "/etc/streamlab-sandbox.json"
+# The sandbox's own host name (its UTS namespace), which its /etc/hosts resolves to the loopback: log4j 2.25
+# (Kafka 4.4's tools) looks the local host name up at start and prints a stack trace when it cannot.
+HOSTNAME = "sandbox"
 
 
 def bwrap_arguments(*, uid: int, work: Path, runtime: Path, spec: Path, read_only: list[str]) -> list[str]:
     """bubblewrap's command line up to the command it runs (``boot.py inside ...``)."""
-    args = [bwrap(), *_namespaces(), "--die-with-parent", "--new-session", "--clearenv",
+    args = [bwrap(), *_namespaces(), "--hostname", HOSTNAME, "--die-with-parent", "--new-session", "--clearenv",
             "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev",
             "--bind", str(work / "tmp"), "/tmp"]
     made = {"/", "/tmp"}
@@ -207,7 +210,7 @@ class Sandbox:
         if is_root():
             os.chown(kernel_dir, self.uid, self.uid)
         host, port = env["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rsplit(":", 1)
-        ports, hosts = [int(port)], {"localhost", host}
+        ports, hosts = [int(port)], {"localhost", HOSTNAME, host}
         if principal is not None and sandbox_servers:
             # Kafka tenancy by Kafka: every connection authenticates as the slot's principal; the broker
             # then advertises its SANDBOX listener, which the loopback inside serves too
