@@ -43,6 +43,8 @@ def _pairs(rows) -> list[tuple[int, int]]:
 
 @check("test_range_rows", "test_range_offsets")
 def time_range(run):
+    # The requests reach Kafka out of time order (sl.m05.arrival_order): the range is judged by each stored
+    # record's own timestamp, never by the offsets Kafka gives for the range's two ends.
     records = _input(run, "lab05-requests", REQUESTS)
     start, end = sl.m05.to_millis(RANGE_START), sl.m05.to_millis(RANGE_END)
     expected = {pair for pair, r in records.items() if start <= r["timestamp"] < end}
@@ -87,24 +89,28 @@ def _job_checkpoint_as_played(run):
     return ckpt
 
 
-@check("test_lag_total", "test_lag_per_partition")
-def lag(run):
+@check("test_oldest_partitions", "test_oldest_new_partition")
+def oldest_unread(run):
     _job_checkpoint_as_played(run)
     records, committed = _job_positions(run)
     extra = Counter(_event(e) for e in EXTRA)
-    # The lag was computed before Part C added EXTRA: count the job log's later records per partition.
-    expected = {p: 0 for p in committed}
+    # The answer was given before Part C added EXTRA: per partition, the timestamp of the record at the committed
+    # position among the job log's own records (None where the partition had nothing after it).
+    expected: dict[int, int | None] = {p: None for p in committed}
     for (partition, offset), record in records.items():
-        event = _event(record["value"])
-        if offset >= committed[partition] and not _is_extra(event, extra):
-            expected[partition] += 1
-    answers = [r["value"] for r in run.records("lab05-lag-answer")]
+        if offset == committed[partition] and not _is_extra(_event(record["value"]), extra):
+            expected[partition] = record["timestamp"]
+    if any(record["timestamp"] != _event(record["value"])[2] for record in records.values()
+           if not _is_extra(_event(record["value"]), extra)):
+        raise CheckFailed("the job topic's timestamps are not the requests' times: it was not written by the lab")
+    answers = [r["value"] for r in run.records("lab05-oldest-answer")]
     try:
-        got = {int(a["partition"]): a["lag"] for a in answers}
+        got = {int(a["partition"]): a["oldest"] for a in answers}
     except (TypeError, KeyError, ValueError) as err:
-        raise CheckFailed(f"Part B: the answer is not a {{partition: lag}} dict ({type(err).__name__})") from None
-    assert len(got) == len(answers), "Part B: a partition has several lags"
-    assert got == expected, f"Part B: expected the lags {expected}, your function gave {got}"
+        raise CheckFailed(f"Part B: the answer is not a {{partition: time}} dict ({type(err).__name__})") from None
+    assert len(got) == len(answers), "Part B: a partition has several times"
+    shown = {p: None if t is None else sl.m05.to_iso(t) for p, t in sorted(expected.items())}
+    assert got == expected, f"Part B: expected the oldest requests not counted at {shown}, your function gave {got}"
 
 
 def _is_extra(event, extra: Counter) -> bool:

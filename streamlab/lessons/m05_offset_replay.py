@@ -8,6 +8,7 @@ group and commits nothing) the questions module 05 needs:
     sl.m05.earliest_offsets(topic)          # {partition: first offset still stored}
     sl.end_offsets(topic)               # {partition: next offset to be written}  (streamlab.stack.kafka)
     sl.m05.offsets_at(topic, when)          # {partition: first offset whose timestamp >= when}
+    sl.m05.to_millis(when), sl.m05.to_iso(ms)  # a time as Kafka's milliseconds, and back
     sl.m05.checkpoint_offsets(ckpt, topic)  # {partition: where a restart of the query resumes}
     sl.m05.checkpoint_lag(ckpt, topic)      # per partition: end offset - checkpoint offset
     sl.m05.offsets_json(topic, offsets)     # '{"topic": {"0": 5, "1": 7}}' for startingOffsets/endingOffsets
@@ -16,18 +17,25 @@ group and commits nothing) the questions module 05 needs:
     sl.m05.delete_records(topic, {0: 20})   # delete records below offset 20 (a data-loss demo)
     sl.m05.add_partitions(topic, 3)         # grow a topic to 3 partitions
     sl.m05.produce_with_event_time(topic, events)  # records whose Kafka timestamp is the event's time
+    sl.m05.arrival_order(events, 10, seed=1)    # the events as they reach Kafka when each is up to 10 s late
     sl.m05.consumer_groups()                # consumer groups Kafka knows (Spark's queries make none)
     sl.m05.data_loss_message(error)         # the lines of a failed query's error that say what was lost
     sl.m05.wait_for_rows(collector, 30)     # a running query's output has 30 rows: the seconds it took
+    sl.m05.share_read(topic, "queue", ack="release")  # a share group's member: what it was handed, each
+                                                       # record acknowledged (accept, release or reject)
+    sl.m05.start_share_group(topic, "queue")  # move an idle share group's start offset (new groups: latest)
 """
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..stack import console
 from ..stack.kafka import (
     TopicNotFoundError,
     admin_client,
@@ -65,6 +73,11 @@ def to_millis(when: datetime | str | int | float) -> int:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return int(round(when.timestamp() * 1000))
+
+
+def to_iso(millis: int) -> str:
+    """A Kafka timestamp (milliseconds since 1970-01-01 UTC) as an ISO string: ``"2026-01-01T09:00:30.250Z"``."""
+    return datetime.fromtimestamp(millis / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def earliest_offsets(topic: str) -> dict[int, int]:
@@ -218,6 +231,19 @@ def produce_with_event_time(topic: str, events: Iterable[dict], *, time_field: s
     return produce(topic, events, key=key, timestamp_ms=lambda event: to_millis(event[time_field]))
 
 
+def arrival_order(events: Iterable[dict], max_delay_s: float, *, seed: int, time_field: str = "ts") -> list[dict]:
+    """``events`` in the order they reach Kafka when each is delayed by a seeded random 0 to ``max_delay_s``
+    seconds after its own time (an agent that buffers): an event can arrive after others up to ``max_delay_s``
+    younger than it, never more. Written with ``produce_with_event_time``, a partition's timestamps are then out
+    of order, within that bound."""
+    import random
+
+    rng = random.Random(seed)
+    delayed = [(to_millis(event[time_field]) + rng.uniform(0, max_delay_s * 1000), i, event)
+               for i, event in enumerate(events)]
+    return [event for _, _, event in sorted(delayed, key=lambda item: item[:2])]
+
+
 def consumer_groups(topic: str | None = None) -> list[str]:
     """The consumer groups Kafka knows, or with ``topic`` only those that committed offsets for it.
     Monitoring tools compute lag from a group's committed offsets; a Spark query commits none (its
@@ -258,3 +284,57 @@ def wait_for_rows(collector, n: int = 1, *, timeout_s: float = 60) -> float:
             raise TimeoutError(f"{len(collector.frame())} of {n} rows after {timeout_s:g} s")
         time.sleep(0.1)
     return time.monotonic() - started
+
+
+# ----------------------------------------------------------------------------- a queue beside the log
+
+SHARE_ACKS = {"accept": [], "release": ["--release"], "reject": ["--reject"]}
+_DELIVERED = re.compile(r"^Partition:(\d+)\tOffset:(\d+)\tDelivery:(\d+)\t(.*?)\t(.*)$")
+
+
+def share_read(topic: str, group: str, *, ack: str = "accept", max_records: int = 1000, wait_s: float = 5):
+    """What share group ``group`` is handed of ``topic``, read by one member (Kafka's own share consumer,
+    ``kafka-console-share-consumer``), each record acknowledged as ``ack`` says:
+
+    * ``"accept"``: processed, never delivered to this group again;
+    * ``"release"``: given back, delivered again with its delivery count one higher;
+    * ``"reject"``: never delivered again, unprocessed.
+
+    Returns one row per record (partition, offset, delivery: how many times the group was handed it, key,
+    value), sorted by offset; empty when the group had nothing to hand out within ``wait_s`` seconds. Records
+    handed out but not read before ``max_records`` are released when the member leaves."""
+    import pandas as pd
+
+    if ack not in SHARE_ACKS:
+        raise ValueError(f"ack must be one of {', '.join(SHARE_ACKS)}, not {ack!r}")
+    shown = ["print.partition=true", "print.offset=true", "print.delivery=true", "print.key=true"]
+    args = ["--topic", topic, "--group", group, "--max-messages", str(max_records),
+            "--timeout-ms", str(int(wait_s * 1000)), *SHARE_ACKS[ack]]
+    for prop in shown:
+        args += ["--formatter-property", prop]
+    proc = subprocess.run(console.command("share-consumer", args), capture_output=True, text=True,
+                          timeout=wait_s + 120)
+    rows = [match.groups() for match in map(_DELIVERED.match, proc.stdout.splitlines()) if match]
+    if not rows and "Processed a total of 0 messages" not in proc.stdout + proc.stderr:
+        raise RuntimeError(f"Kafka's share consumer failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    frame = pd.DataFrame(rows, columns=["partition", "offset", "delivery", "key", "value"])
+    for column in ("partition", "offset", "delivery"):
+        frame[column] = frame[column].astype(int)
+    return frame.sort_values(["partition", "offset"], ignore_index=True)
+
+
+def start_share_group(topic: str, group: str, *, at: str = "earliest") -> dict[int, int]:
+    """Move share group ``group``'s start offset on ``topic`` to ``at`` (``"earliest"``, ``"latest"``), as an
+    operator does with ``kafka-share-groups --reset-offsets``: the one way back for a share group, allowed only
+    while no member is active. A new group starts at ``latest`` (the group config ``share.auto.offset.reset``).
+    Returns {partition: new start offset}."""
+    if at not in ("earliest", "latest"):
+        raise ValueError(f"at must be 'earliest' or 'latest', not {at!r}")
+    args = ["--reset-offsets", f"--to-{at}", "--group", group, "--topic", topic, "--execute"]
+    proc = subprocess.run(console.command("share-groups", args), capture_output=True, text=True, timeout=120)
+    moved = {int(fields[2]): int(fields[3]) for fields in (line.split() for line in proc.stdout.splitlines())
+             if len(fields) == 4 and fields[0] == group and fields[1] == topic}
+    if proc.returncode != 0 or not moved:
+        raise RuntimeError(f"Kafka could not move share group {group!r} (exit {proc.returncode}): "
+                           f"{(proc.stdout + proc.stderr).strip()[-2000:]}")
+    return moved

@@ -4,6 +4,8 @@
     streamlab kafka console consumer --topic greetings --from-beginning
     streamlab kafka console topics --describe --topic greetings
     streamlab kafka console groups --describe --all-groups      # consumer groups and their lag
+    streamlab kafka console share-consumer --topic greetings --group queue   # a share group's member
+    streamlab kafka console share-groups --describe --group queue            # a share group's start offset
 
 Each is the tool behind Kafka's ``bin/kafka-console-producer.sh`` (and so on), with the same
 options; ``--bootstrap-server`` is filled in with the Kafka in use unless you give one.
@@ -24,6 +26,9 @@ TOOLS = {
     "consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka-console-consumer.sh"),
     "topics": ("org.apache.kafka.tools.TopicCommand", "kafka-topics.sh"),
     "groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "kafka-consumer-groups.sh"),
+    # share groups (KIP-932, production-ready since Kafka 4.2): a queue's consumer, and the groups' admin tool
+    "share-consumer": ("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "kafka-console-share-consumer.sh"),
+    "share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand", "kafka-share-groups.sh"),
 }
 HEAP = "256m"
 

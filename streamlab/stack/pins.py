@@ -12,7 +12,7 @@ def requirements_file() -> Path:
 
 
 def read_pins(path: Path | None = None) -> dict[str, str]:
-    """{'pyspark': '4.2.1', ...} from lines like 'pyspark==4.2.1' (or 'bwrap-bin==0.11.0 ; sys_platform == "linux"')."""
+    """{'pyspark': '4.3.0', ...} from lines like 'pyspark==4.3.0' (or 'bwrap-bin==0.11.0 ; sys_platform == "linux"')."""
     pins = {}
     for line in (path or requirements_file()).read_text().splitlines():
         line = line.split("#", 1)[0].strip()

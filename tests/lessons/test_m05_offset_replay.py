@@ -180,3 +180,19 @@ def test_wait_for_rows_returns_when_the_output_has_enough_rows():
     assert waited >= 0.25, "it returned before the rows came"
     with pytest.raises(TimeoutError, match="3 of 4 rows"):
         sl.m05.wait_for_rows(out, 4, timeout_s=0.2)
+
+
+def test_a_share_group_hands_out_each_record_until_accepted_and_cannot_rewind_itself(timed_topic):
+    """Lesson 05 §9 on the real broker: released records come back with their delivery count raised, accepted
+    ones never come back to the group, while the log itself still holds every record for any reader."""
+    stored = sorted((r["partition"], r["offset"]) for r in sl.read_topic(timed_topic))
+    assert sl.m05.start_share_group(timed_topic, "queue") == {0: 0, 1: 0}
+    released = sl.m05.share_read(timed_topic, "queue", ack="release", max_records=len(stored))
+    accepted = sl.m05.share_read(timed_topic, "queue", ack="accept", max_records=len(stored))
+    assert sorted(zip(released.partition, released.offset)) == stored == sorted(zip(accepted.partition,
+                                                                                       accepted.offset))
+    assert set(released.delivery) == {1} and set(accepted.delivery) == {2}
+    assert sl.m05.share_read(timed_topic, "queue", wait_s=1).empty, "an accepted record is never handed out again"
+    assert sorted((r["partition"], r["offset"]) for r in sl.read_topic(timed_topic)) == stored
+    with pytest.raises(ValueError, match="ack must be one of"):
+        sl.m05.share_read(timed_topic, "queue", ack="ignore")

@@ -45,7 +45,8 @@ def test_kafka_console_producer_creates_a_new_topic_and_reads_back(kafka_bootstr
     assert [(r["key"], r["value"]) for r in sl.read_topic(topic)] == [("a", "first"), ("b", "second"),
                                                                      ("a", "third")]
     consumed = run(*streamlab, "consumer", "--topic", topic, "--from-beginning", "--max-messages", "3",
-                   "--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator==")
+                   "--timeout-ms", "30000", "--formatter-property", "print.key=true",
+                   "--formatter-property", "key.separator==")
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.splitlines() == ["a=first", "b=second", "a=third"]
     sl.delete_topic(topic)

@@ -2,8 +2,9 @@
 each answer into the answer cell with the same grade id of the released notebook).
 
 A: reads the whole topic and filters on Kafka's `timestamp` column, then parses the JSON itself
-(instead of startingOffsetsByTimestamp/endingOffsetsByTimestamp). B: reads the checkpoint's
-offsets and commits logs with sl.Checkpoint (instead of sl.m05.checkpoint_offsets). C: builds the
+(instead of startingOffsetsByTimestamp/endingOffsetsByTimestamp and the delay). B: reads the checkpoint's
+offsets and commits logs with sl.Checkpoint (instead of sl.m05.checkpoint_offsets), and each partition's first
+unread record with a batch read of one offset (instead of sl.read_topic), answering None where there is none. C: builds the
 startingOffsets JSON by hand, with each new partition's earliest offset instead of -2. D: reads offsets/<batch>
 as JSON and keeps the records below it with one SQL CASE expression (instead of sl.Checkpoint and F.when).
 It must get full marks all the same.
@@ -11,28 +12,34 @@ It must get full marks all the same.
 
 ANSWERS = {
     "read_time_range": '''
-def read_time_range(topic, start, end):
+def read_time_range(topic, start, end, max_delay_s):
     raw = sl.kafka_table(topic)                      # key, value, partition, offset, timestamp
     millis = F.unix_millis(F.col("timestamp"))
     kept = raw.where((millis >= F.lit(sl.m05.to_millis(start))) & (millis < F.lit(sl.m05.to_millis(end))))
     parsed = kept.select(F.from_json("value", SCHEMA).alias("request"), "offset", "partition")
     return parsed.select("partition", "offset", "request.*")
 ''',
-    "lag_per_partition": '''
-def lag_per_partition(checkpoint, topic):
+    "oldest_unread": '''
+def oldest_unread(checkpoint, topic):
     ckpt = sl.Checkpoint(checkpoint)
     commits = ckpt.commits()
     offsets = ckpt.offsets()
-    if commits.empty:
-        done = {}
-    else:
+    done = {}
+    if not commits.empty:
         last = offsets[(offsets["batch"] == commits["batch"].max()) & (offsets["topic"] == topic)]
         done = {int(p): int(o) for p, o in zip(last["partition"], last["offset"])}
     first = sl.m05.earliest_offsets(topic)
-    lags = {}
+    answer = {}
     for partition, end in sl.end_offsets(topic).items():
-        lags[int(partition)] = int(end) - done.get(partition, first[partition])
-    return lags
+        at = done.get(partition, first[partition])
+        if at >= end:
+            answer[int(partition)] = None
+            continue
+        one = sl.kafka_table(topic, startingOffsets=sl.m05.offsets_json(topic, {partition: at}),
+                             endingOffsets=sl.m05.offsets_json(topic, {partition: at + 1}))
+        stamp = one.where(F.col("partition") == partition).select(F.unix_millis("timestamp").alias("ms")).first()
+        answer[int(partition)] = int(stamp["ms"])
+    return answer
 ''',
     "continue_from": '''
 import json

@@ -2,7 +2,7 @@
 
 The first answer cell shadows the builtins the tests use (len, sorted, set, sum, all, isinstance)
 with functions whose results equal anything, then answers every part wrongly: A reads the whole
-topic, B returns an object equal to everything, C re-reads the topic from the start, D counts the whole topic
+topic, B forges the two times its visible tests look at, C re-reads the topic from the start, D counts the whole topic
 (and its visible test compares Same objects). On top, it
 fakes artifacts: hand-made "output rows" produced with kafka-python into every lab05 output topic,
 and commit files written into the lab's checkpoints so they look finished.
@@ -71,13 +71,13 @@ sl.write_batch_to_topic = _write
 sl.run_to_end = _run_to_end
 
 
-def read_time_range(topic, start, end):
+def read_time_range(topic, start, end, max_delay_s):
     return sl.kafka_table(topic, SCHEMA)
 ''',
-    "lag_per_partition": '''
-def lag_per_partition(checkpoint, topic):
+    "oldest_unread": '''
+def oldest_unread(checkpoint, topic):
     _fake_commits()
-    return Same()
+    return {0: sl.m05.to_millis(job_log[60]["ts"]), 1: None, 2: 10**15}
 ''',
     "continue_from": '''
 def continue_from(checkpoint, topic):

@@ -1,13 +1,14 @@
-"""Lab 05 with parts A, C and D solved and part B left as the student stub (it raises
-NotImplementedError, so part B's answer never reaches the grader): 2 + 3 + 3 of 10 points. Part C
-needs nothing from part B's answer, only from the story its locked cell played before calling it.
+"""Lab 05 with parts C and D solved, part A answered by copying lesson 05's time-range read (which reads the
+range by the offsets Kafka gives for its two ends: wrong on a log whose times are out of order), and part B left as
+the student stub (it raises NotImplementedError, so part B's answer never reaches the grader): 0 + 0 + 3 + 3 of 10
+points. Part C needs nothing from part B's answer, only from the story its locked cell played before calling it.
 """
 
-EXPECTED_SCORE = 8
+EXPECTED_SCORE = 6
 
 ANSWERS = {
     "read_time_range": '''
-def read_time_range(topic, start, end):
+def read_time_range(topic, start, end, max_delay_s):
     return sl.kafka_table(topic, SCHEMA,
                           startingOffsetsByTimestamp=sl.m05.timestamps_json(topic, start),
                           endingOffsetsByTimestamp=sl.m05.timestamps_json(topic, end))
