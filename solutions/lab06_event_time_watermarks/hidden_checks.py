@@ -118,7 +118,7 @@ def _window_state(run, ckpt) -> set[tuple[str, int, int]]:
 
 # ----------------------------------------------------------------------------- what Spark must have done
 
-def _simulate(events, batches, size_s: int, slide_s: int):
+def _simulate(events, batches, size_s: int, slide_s: int, delay_ms: int = DELAY_MS):
     """Expected windowed aggregation over the committed ``batches`` (see the module doc).
 
     Returns (watermarks {batch: ms}, output {(batch, sensor, start, end): [events]},
@@ -147,7 +147,7 @@ def _simulate(events, batches, size_s: int, slide_s: int):
         held_after[batch] = {_window_label(*key): len(v) for key, v in state.items()}
         previous = watermark
         if latest is not None:
-            watermark = max(watermark, latest - DELAY_MS)
+            watermark = max(watermark, latest - delay_ms)
     return watermarks, output, dropped, set(state), held_after
 
 
@@ -184,11 +184,11 @@ def _windows_held(table) -> dict[str, int]:
     return held
 
 
-def _require_watermarks(batches, expected: dict[int, int]) -> None:
+def _require_watermarks(batches, expected: dict[int, int], delay_s: int = DELAY_MS // 1000) -> None:
     for batch, _, _, used in batches:
         if used != expected[batch]:
             raise CheckFailed(f"batch {batch} used the watermark {used} ms, expected {expected[batch]} ms: "
-                              f"declare a 10-second watermark on event_time, before the aggregation")
+                              f"declare a {delay_s}-second watermark on event_time, before the aggregation")
 
 
 def _compare(got: dict, expected: dict, what: str) -> None:
@@ -208,43 +208,62 @@ def _compare(got: dict, expected: dict, what: str) -> None:
 
 # ----------------------------------------------------------------------------- Part A
 
-def _tumbling(run):
+def _answered_delay(run) -> int:
+    answers = [r["value"] for r in run.records("lab06-delay-answer")]
+    if len(answers) != 1 or not isinstance(answers[0], dict) or not isinstance(answers[0].get("delay_s"), int) \
+            or isinstance(answers[0].get("delay_s"), bool):
+        raise CheckFailed(f"Part A's answer is not one whole number of seconds: {str(answers)[:80]}")
+    return answers[0]["delay_s"]
+
+
+def _tumbling(run, name: str, delay_s: int):
+    """The run of the lesson's query kept under checkpoint ``name``, checked against the simulation with
+    ``delay_s``: the same watermarks, the same final windows. Returns the simulation's dropped readings."""
     events = _events(run)
-    ckpt = run.checkpoint("lab06-tumbling")
+    ckpt = run.checkpoint(name)
     batches = _batches(run, ckpt)
-    return ckpt, batches, _simulate(events, batches, 10, 10)
-
-
-@check("test_tumbling_rows")
-def tumbling_rows(run):
-    _, _, (_, expected, _, _, _) = _tumbling(run)
-    rows = _output(run, "lab06-tumbling-out", {"sensor", "count", "ids", "batch_id"})
+    watermarks, expected, dropped, _, held_after = _simulate(events, batches, 10, 10, delay_s * 1000)
+    _require_watermarks(batches, watermarks, delay_s)
+    rows = _output(run, f"{name}-out", {"sensor", "count", "ids", "batch_id"})
     got = {}
     for row in rows:
         key = (row["batch_id"], row["sensor"]) + _window_of(row)
         if key in got:
-            raise CheckFailed("a window was output twice: use append mode's watermark, not update")
+            raise CheckFailed("a window was output twice: the lesson's query runs in append mode")
         got[key] = (int(row["count"]), tuple(sorted(int(i) for i in row["ids"])))
     want = {k: (len(v), tuple(sorted(e["id"] for e in v))) for k, v in expected.items()}
     _compare(got, want, "final window(s)")
+    return ckpt, batches, dropped, held_after
 
 
-@check("test_tumbling_late")
-def tumbling_late(run):
-    ckpt, batches, (watermarks, expected, dropped, still_open, held_after) = _tumbling(run)
-    run.trace_state("Part A, the open windows (readings counted in each)", ckpt, held_after, _windows_held)
-    _require_watermarks(batches, watermarks)
-    rows = _output(run, "lab06-tumbling-out", {"sensor", "ids"})
-    counted = {int(i) for row in rows for i in row["ids"]}
-    in_output_windows = {e["id"] for v in expected.values() for e in v} | {i for i, _ in dropped}
-    lost = sorted(in_output_windows - counted)
-    if lost != sorted(i for i, _ in dropped):
-        raise CheckFailed(f"the readings missing from the output are {lost}, expected exactly the late ones "
-                          f"{sorted(i for i, _ in dropped)}")
-    held = _window_state(run, ckpt)
-    if held != still_open:
-        raise CheckFailed(f"the state holds {len(held)} windows after the last batch, expected the {len(still_open)} "
-                          f"still open")
+def _smallest_safe(batches) -> int:
+    """The smallest whole number of seconds of delay with which the simulation drops nothing, on these batches."""
+    delay_s = 0
+    while _simulate(EVENTS, batches, 10, 10, delay_s * 1000)[2]:
+        delay_s += 1
+    return delay_s
+
+
+@check("test_safe_keeps_all")
+def safe_keeps_all(run):
+    delay_s = _answered_delay(run)
+    if not 0 <= delay_s <= 3600:
+        raise CheckFailed(f"Part A: {delay_s} s is not a delay this replay can use")
+    ckpt, _, dropped, held_after = _tumbling(run, "lab06-safe", delay_s)
+    run.trace_state(f"Part A, the open windows with a {delay_s}-second delay (readings counted in each)", ckpt,
+                    held_after, _windows_held)
+    assert not dropped, f"Part A: with {delay_s} s the query drops the readings {sorted(i for i, _ in dropped)}"
+
+
+@check("test_safe_is_smallest")
+def safe_is_smallest(run):
+    delay_s = _answered_delay(run)
+    _, batches, _, _ = _tumbling(run, "lab06-safe", delay_s)
+    smallest = _smallest_safe(batches)
+    if delay_s - 1 >= 0:
+        _tumbling(run, "lab06-tighter", delay_s - 1)
+    assert delay_s == smallest, (f"Part A: {delay_s} s is not the smallest delay that loses nothing"
+                                 + (": a smaller one does" if delay_s > smallest else ""))
 
 
 # ----------------------------------------------------------------------------- Part B

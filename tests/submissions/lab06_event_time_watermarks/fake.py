@@ -1,7 +1,9 @@
 """A Lab 06 submission that runs no windowed or stateful query at all and forges what the grader could see.
 
-Its first answer cell computes plausible answers with pandas from the lab's seeded events (dropping the
-events the generator calls "late"), then replaces ``sl.run_to_end`` with a function that writes a fake
+Its first answer cell answers Part A's delay with a guess (10 s) and computes plausible answers with pandas from
+the lab's seeded events (all of them, and no late row in the progress, for the run with its delay; the events the generator calls
+"late" dropped, and late rows in the progress, for the run with one second less: both of Part A's visible tests
+pass), then replaces ``sl.run_to_end`` with a function that writes a fake
 checkpoint (a metadata file with a query id, offsets entries with Spark's header that reach the end of
 the input topic in batches of 25, commit files) and produces those rows to the output topic with
 kafka-python, and replaces ``sl.Checkpoint.state_table`` so the pending state looks right. The visible
@@ -14,7 +16,7 @@ Part D's flags are computed record by record with pandas, exactly, and forged fo
 EXPECTED_SCORE = 0
 
 ANSWERS = {
-    "tumbling_counts": '''
+    "safe_delay": '''
 import json
 import uuid
 from pathlib import Path
@@ -30,9 +32,9 @@ def _iso(t):
     return t.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
-def _windows(size, slide, with_ids):
+def _windows(size, slide, with_ids, readings=_kept):
     rows = []
-    for sensor, group in _kept.groupby("sensor"):
+    for sensor, group in readings.groupby("sensor"):
         first = group["event_time"].min().floor(f"{slide}s") - pd.Timedelta(seconds=size - slide)
         start = first
         while start <= group["event_time"].max():
@@ -101,7 +103,8 @@ def _forge_checkpoint(path):
 
 
 _count_rows, _pending_state, _timers = _count_windows()
-_FAKES = {"lab06-tumbling": _windows(10, 10, True), "lab06-sliding": _windows(20, 10, False),
+_FAKES = {"lab06-safe": _windows(10, 10, True, _table), "lab06-tighter": _windows(10, 10, True),
+          "lab06-sliding": _windows(20, 10, False),
           "lab06-count": _count_rows, "lab06-flags-10": _flags(), "lab06-flags-50": _flags(),
           "None": _windows(10, 10, True)}
 
@@ -117,7 +120,8 @@ def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_top
     producer.flush()
     producer.close()
     latest = max(pd.to_datetime([e["event_time"] for e in EVENTS], utc=True))
-    progress = [{"batchId": b, "numInputRows": BATCH, "stateOperators": [{"numRowsDroppedByWatermark": 1}],
+    dropped = 0 if name == "lab06-safe" else 1
+    progress = [{"batchId": b, "numInputRows": BATCH, "stateOperators": [{"numRowsDroppedByWatermark": dropped}],
                  "eventTime": {"watermark": _iso(latest - pd.Timedelta(seconds=10)), "max": _iso(latest)}}
                 for b in range(6)]
     frame_rows = pd.DataFrame(rows)
@@ -132,8 +136,8 @@ sl.Checkpoint.state_table = lambda self, *args, **kwargs: _pending_state
 sl.m02.timers = lambda ckpt, spark=None, **options: _timers
 
 
-def tumbling_counts(events):
-    return events
+def safe_delay(arrivals):
+    return 10
 ''',
     "sliding_max": '''
 def sliding_max(events):

@@ -3,11 +3,17 @@
 EXPECTED_SCORE = 7
 
 ANSWERS = {
-    "tumbling_counts": '''
-def tumbling_counts(events):
-    return (events.withWatermark("event_time", "10 seconds")
-            .groupBy("sensor", F.window("event_time", "10 seconds"))
-            .agg(F.count("*").alias("count"), F.collect_list("id").alias("ids")))
+    "safe_delay": '''
+def safe_delay(arrivals):
+    ends = arrivals["event_time"].dt.floor("10s") + pd.Timedelta(seconds=10)
+    seen = arrivals.groupby("batch")["event_time"].max().cummax()
+    for delay in range(0, 3600):
+        watermark = {0: pd.Timestamp(0, tz="UTC")}
+        for batch in range(1, int(arrivals["batch"].max()) + 1):
+            watermark[batch] = max(watermark[batch - 1], seen[batch - 1] - pd.Timedelta(seconds=delay))
+        cutoff = arrivals["batch"].map(lambda b: watermark[max(b - 1, 0)])
+        if not (ends <= cutoff).any():
+            return delay
 ''',
     "two_clocks": '''
 class LateFlag(StatefulProcessor):
