@@ -2,7 +2,7 @@
 answer into the answer cell with the same grade id of the released notebook).
 
 Part A finds the tightest watermark delay directly from each reading's margin (instead of trying delays one by
-one). Other APIs: SQL expressions for the windows and aggregates, the window column made first and then
+one); Part B walks the batches as the query does (instead of a table of cut-offs). Other APIs: SQL expressions for the windows and aggregates, the window column made first and then
 grouped on, other column orders, `collect_set` instead of `collect_list`; Parts C and D written with the
 pandas flavour of the API (`transformWithStateInPandas`): Part C keeps its timer's time in a value state of its
 own next to `pending`, Part D computes a shifted running maximum with pandas over a key of another type. It must
@@ -28,12 +28,20 @@ def safe_delay(arrivals):
             need = max(need, math.floor(gap) + 1)
     return need
 ''',
-    "sliding_max": '''
-def sliding_max(events):
-    every_10s = F.window(F.col("event_time"), "20 seconds", "10 seconds").alias("window")
-    return (events.withWatermark("event_time", "10 seconds")
-            .groupBy(every_10s, F.col("sensor"))
-            .agg(F.expr("max(value)").alias("max_value"), F.expr("count(1)").alias("count")))
+    "half_counted": '''
+def half_counted(arrivals):
+    # Batch by batch, as the query runs: the watermark each batch uses, and each reading's two windows judged
+    # against the watermark of the batch before.
+    kept = {}
+    watermark, before, latest = pd.Timestamp(0, tz="UTC"), pd.Timestamp(0, tz="UTC"), None
+    for batch, rows in arrivals.sort_values("arrival_position").groupby("batch", sort=True):
+        for reading_id, t in zip(rows["id"], rows["event_time"]):
+            ends = [t.floor("10s") + pd.Timedelta(seconds=s) for s in (10, 20)]
+            kept[int(reading_id)] = sum(end > before for end in ends)
+        before = watermark
+        latest = rows["event_time"].max() if latest is None else max(latest, rows["event_time"].max())
+        watermark = max(watermark, latest - pd.Timedelta(seconds=10))
+    return {i for i, n in kept.items() if n == 1}
 ''',
     "count_window": '''
 import pandas as pd

@@ -43,9 +43,8 @@ def _windows(size, slide, with_ids, readings=_kept):
                 row = {"batch_id": 1, "sensor": sensor,
                        "window": {"start": _iso(start), "end": _iso(start + pd.Timedelta(seconds=size))},
                        "count": len(inside)}
-                if with_ids:
-                    row["ids"] = [int(i) for i in inside["id"]]
-                else:
+                row["ids"] = [int(i) for i in inside["id"]]
+                if not with_ids:
                     row["max_value"] = float(inside["value"].max())
                 rows.append(row)
             start += pd.Timedelta(seconds=slide)
@@ -139,9 +138,9 @@ sl.m02.timers = lambda ckpt, spark=None, **options: _timers
 def safe_delay(arrivals):
     return 10
 ''',
-    "sliding_max": '''
-def sliding_max(events):
-    return events
+    "half_counted": '''
+def half_counted(arrivals):
+    return set(arrivals.loc[arrivals["arrival"] == "late", "id"])
 ''',
     "count_window": '''
 class CountOrQuiet:
