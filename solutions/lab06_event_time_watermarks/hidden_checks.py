@@ -1,7 +1,7 @@
 """Hidden checks of Lab 06 (never released): run by the grader in its own process after the notebook ran.
 
 Every expected value is computed here from the lab's seeded events and the micro-batches the query's
-checkpoint actually committed (which offsets each batch read). The rules Spark 4.2 applies, verified in
+checkpoint actually committed (which offsets each batch read). The rules Spark 4.2 and 4.3 apply, verified in
 notebook 06 and in tests/test_event_time.py:
 
 * batch k uses watermark wm(k) = max(wm(k-1), latest event time of batches < k - delay), wm(0) = 0;
@@ -9,8 +9,8 @@ notebook 06 and in tests/test_event_time.py:
 * a (reading, window) pair is dropped as late in batch k when the window's end <= wm(k-1);
 * transformWithState (Part C) drops a reading whose event time is <= wm(k-1) before the processor sees it; in
   batch k it hands the processor every key's readings first, then fires the event-time timers due at wm(k)
-  (expiry <= wm(k)), also those registered earlier in the same batch (measured on pyspark 4.2.1: the reference
-  solution's output equals ``_windows_expected``).
+  (expiry <= wm(k)), also those registered earlier in the same batch (measured on pyspark 4.2.1 and 4.3.0: the
+  reference solution's output equals ``_windows_expected``).
 
 Parts C and D also check that their input topic holds the lab's readings and that the checkpoint committed the
 lab's micro-batch cut: a submission that changes the cut (tests/submissions/lab06_event_time_watermarks/rewired.py

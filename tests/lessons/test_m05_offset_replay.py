@@ -182,6 +182,7 @@ def test_wait_for_rows_returns_when_the_output_has_enough_rows():
         sl.m05.wait_for_rows(out, 4, timeout_s=0.2)
 
 
+@pytest.mark.slow  # four JVMs of Kafka's own tools: seconds each
 def test_a_share_group_hands_out_each_record_until_accepted_and_cannot_rewind_itself(timed_topic):
     """Lesson 05 §9 on the real broker: released records come back with their delivery count raised, accepted
     ones never come back to the group, while the log itself still holds every record for any reader."""
