@@ -2,7 +2,8 @@
 
 Real-time mode (``trigger(realTime="5 seconds")``) runs a long batch through which records flow one by one;
 the duration is how often it checkpoints. Spark 4.1 ran stateless queries so; 4.3 runs stateful ones too
-(aggregations, ``dropDuplicates``, ``transformWithState``) on two conditions it checks before it starts:
+(aggregations and ``dropDuplicates``; ``transformWithState`` from Scala and Java only) on two conditions it
+checks before it starts:
 
 * the state lives in RocksDB (the session's ``spark.sql.streaming.stateStore.providerClass``; the course's default
   is the HDFS provider, refused with ``STREAMING_REAL_TIME_MODE.SQL_CONFIGURATION_NOT_SUPPORTED``);
