@@ -65,11 +65,14 @@ def check_key_counts(n_keys: int | Iterable[int]) -> list[int]:
     return sorted(counts)
 
 
-def loaded_from_checkpoint(log_text: str) -> tuple[int, int] | None:
+def loaded_from_checkpoint(log_text: str, run_id: str | None = None) -> tuple[int, int] | None:
     """(files, bytes) the RocksDB state store copied from the checkpoint, summed over the lines
-    ``Copied N files (B bytes) from DFS to local`` in ``log_text`` (Spark's log at INFO level); None when
-    there is no such line (nothing was loaded, or the log was not captured)."""
-    found = [(int(files), int(size)) for files, size in _COPIED.findall(log_text)]
+    ``Copied N files (B bytes) from DFS to local`` in ``log_text`` (Spark's log at INFO level), of the query run
+    ``run_id`` only when one is given (each line names its ``queryRunId``: another query, or another driver
+    writing to the same log, is not counted); None when there is no such line (nothing was loaded, or the log
+    was not captured)."""
+    lines = [line for line in log_text.splitlines() if run_id is None or f"queryRunId={run_id}" in line]
+    found = [(int(files), int(size)) for files, size in _COPIED.findall("\n".join(lines))]
     if not found:
         return None
     return sum(f for f, _ in found), sum(b for _, b in found)
@@ -235,7 +238,7 @@ def _measure_one(spark, keys: int, tries: int, timeout_s: float) -> tuple[list[d
             with _state_store_log(spark) as log:
                 catch_up(running, timeout_s)
                 progress = _progress(running, after=last)
-                copied = loaded_from_checkpoint(log()) or (0, 0)
+                copied = loaded_from_checkpoint(log(), str(running.runId)) or (0, 0)
             rows.append(first_batch_row(progress, keys=keys, mode="kept running", copied=copied,
                                         attempt=attempt))
     finally:
@@ -245,7 +248,7 @@ def _measure_one(spark, keys: int, tries: int, timeout_s: float) -> tuple[list[d
         seq += 1
         with _state_store_log(spark) as log:
             restarted = _restart_once(writer, timeout_s)
-            copied = loaded_from_checkpoint(log())
+            copied = loaded_from_checkpoint(log(), str(restarted.runId))
         rows.append(first_batch_row(_progress(restarted), keys=keys, mode="restarted", copied=copied,
                                     attempt=attempt))
     return rows, checkpoint, topic

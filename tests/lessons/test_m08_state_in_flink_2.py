@@ -60,6 +60,17 @@ def test_the_log_gives_what_was_loaded_not_what_was_uploaded():
     assert m08.loaded_from_checkpoint("") is None
 
 
+def test_the_log_counts_only_the_query_run_asked_for():
+    """Two drivers (the suite's workers) may write one log: a load by another query run is not this one's."""
+    mine, other = "6c5b6302-1673-4ea3-ac97-284fb5c78e75", "b23e16be-9494-42fc-92c8-e86cf1890542"
+    line = ("12:00:37 INFO RocksDBFileManager StateStoreProviderId[ storeId=StateStoreId[ operatorId=0, partitionId=0, "
+            "storeName=default ], queryRunId={} ]: Copied {} files ({} bytes) from DFS to local with 0 files reused.")
+    log = "\n".join([line.format(other, 2, 10005), line.format(mine, 1, 9000)])
+    assert m08.loaded_from_checkpoint(log, mine) == (1, 9000)
+    assert m08.loaded_from_checkpoint(log, "not-a-run") is None
+    assert m08.loaded_from_checkpoint(log) == (3, 19005)
+
+
 def test_a_progress_report_becomes_a_row():
     row = m08.first_batch_row(_progress(), keys=1000, mode="restarted", copied=(2, 3 * 2**20), attempt=2)
     assert list(row) == m08.COLUMNS

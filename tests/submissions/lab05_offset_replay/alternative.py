@@ -35,8 +35,11 @@ def oldest_unread(checkpoint, topic):
         if at >= end:
             answer[int(partition)] = None
             continue
-        one = sl.kafka_table(topic, startingOffsets=sl.m05.offsets_json(topic, {partition: at}),
-                             endingOffsets=sl.m05.offsets_json(topic, {partition: at + 1}))
+        start = dict(sl.end_offsets(topic))                # every partition, or Spark refuses the JSON:
+        end = dict(start)                                   # end..end reads nothing of the others
+        start[partition], end[partition] = at, at + 1
+        one = sl.kafka_table(topic, startingOffsets=sl.m05.offsets_json(topic, start),
+                             endingOffsets=sl.m05.offsets_json(topic, end))
         stamp = one.where(F.col("partition") == partition).select(F.unix_millis("timestamp").alias("ms")).first()
         answer[int(partition)] = int(stamp["ms"])
     return answer
