@@ -89,6 +89,23 @@ def spark(state_store: str | None = None, *, app_name: str = "streamlab", **conf
     return active
 
 
+@contextmanager
+def session_settings(session, settings: dict):
+    """Inside the block, ``session`` has these SQL settings (values as strings); after it, each is what it was
+    (set again, or unset where it had none), whether the block ended or raised."""
+    before = {key: session.conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            session.conf.set(key, str(value))
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
+
+
 def driver_log() -> Path:
     """Where the Spark driver JVM writes its log and anything else it prints."""
     path = data_dir() / "logs" / "spark-driver.log"

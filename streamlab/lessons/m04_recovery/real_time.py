@@ -20,36 +20,25 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from ...stack.kafka import bootstrap_servers, delete_topic, end_offsets, new_topic, read_topic
+from ...stack.session import STATE_STORES, session_settings
 from ...stack.session import spark as course_spark
 from ..checkpoint import new_checkpoint
 from ..events import ACCESS_LOG_SCHEMA
 from ..runs import error_class
 from ..streams import kafka_stream
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+ROCKSDB = STATE_STORES["rocksdb"]
 REAL_TIME_SETTINGS = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB, "spark.sql.shuffle.partitions": "1"}
 
 
-@contextmanager
-def real_time_settings(spark) -> Iterator[None]:
-    """Inside the block, the session runs stateful queries as real-time mode needs (``REAL_TIME_SETTINGS``);
+def real_time_settings(spark):
+    """A block inside which the session runs stateful queries as real-time mode needs (``REAL_TIME_SETTINGS``);
     after it, the settings are what they were."""
-    before = {key: spark.conf.get(key, None) for key in REAL_TIME_SETTINGS}
-    try:
-        for key, value in REAL_TIME_SETTINGS.items():
-            spark.conf.set(key, value)
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+    return session_settings(spark, REAL_TIME_SETTINGS)
 
 
 def _writer(frame, out_topic: str, checkpoint, *, real_time: str | None):

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...stack.session import session_settings
 from ...stack.session import spark as get_spark
 from ..checkpoint import Checkpoint
 from ..runs import WAIT_S, error_class, run_to_end
@@ -49,22 +50,14 @@ def try_change(change: str, frame, savepoint, *, output_mode: str = "update", co
     copy = take_savepoint(savepoint, "try-" + re.sub(r"[^a-z0-9]+", "-", change.lower()).strip("-"),
                           spark=session)
     before = copy.last_committed_batch()
-    saved = {key: session.conf.get(key, None) for key in (conf or {})}
     try:
-        for key, value in (conf or {}).items():
-            session.conf.set(key, str(value))
-        run = run_to_end(frame, output_mode=output_mode, checkpoint=copy, timeout_s=timeout_s)
+        with session_settings(session, conf or {}):
+            run = run_to_end(frame, output_mode=output_mode, checkpoint=copy, timeout_s=timeout_s)
     except TimeoutError:
         raise
     except Exception as err:  # Spark refused the change: that is the result
         return ChangeOutcome(change, "refused", error_class(err), _batches_since(copy, before),
                              _first_line(err), copy, None, recorded_conf(copy))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                session.conf.unset(key)
-            else:
-                session.conf.set(key, value)
     return ChangeOutcome(change, "accepted", None, _batches_since(copy, before), "", copy, run.rows,
                          recorded_conf(copy))
 
