@@ -217,23 +217,36 @@ def _answered_delay(run) -> int:
     return answers[0]["delay_s"]
 
 
-def _tumbling(run, name: str, delay_s: int):
-    """The run of the lesson's query kept under checkpoint ``name``, checked against the simulation with
-    ``delay_s``: the same watermarks, the same final windows. Returns the simulation's dropped readings."""
+def _windowed_run(run, name: str, size_s: int, slide_s: int, delay_s: int, *, query: str, what: str,
+                  trace: str | None = None):
+    """The run of a given windowed query kept under checkpoint ``name`` (output topic ``<name>-out``), checked against
+    the simulation of ``size_s``-second windows every ``slide_s`` seconds with a ``delay_s``-second watermark: the
+    same watermarks, the same final windows (each with its count and ids). ``trace``: the state trace's title,
+    drawn before the checks. Returns the checkpoint, its batches and the simulation."""
     events = _events(run)
     ckpt = run.checkpoint(name)
     batches = _batches(run, ckpt)
-    watermarks, expected, dropped, _, held_after = _simulate(events, batches, 10, 10, delay_s * 1000)
+    simulated = _simulate(events, batches, size_s, slide_s, delay_s * 1000)
+    watermarks, expected, _, _, held_after = simulated
+    if trace:
+        run.trace_state(trace, ckpt, held_after, _windows_held)
     _require_watermarks(batches, watermarks, delay_s)
     rows = _output(run, f"{name}-out", {"sensor", "count", "ids", "batch_id"})
     got = {}
     for row in rows:
         key = (row["batch_id"], row["sensor"]) + _window_of(row)
         if key in got:
-            raise CheckFailed("a window was output twice: the lesson's query runs in append mode")
+            raise CheckFailed(f"a window was output twice: {query} runs in append mode")
         got[key] = (int(row["count"]), tuple(sorted(int(i) for i in row["ids"])))
-    want = {k: (len(v), tuple(sorted(e["id"] for e in v))) for k, v in expected.items()}
-    _compare(got, want, "final window(s)")
+    _compare(got, {k: (len(v), tuple(sorted(e["id"] for e in v))) for k, v in expected.items()}, what)
+    return ckpt, batches, simulated
+
+
+def _tumbling(run, name: str, delay_s: int):
+    """The run of the lesson's tumbling count kept under checkpoint ``name``, checked against the simulation with
+    ``delay_s``. Returns the checkpoint, its batches, the simulation's dropped readings and the windows held."""
+    ckpt, batches, (_, _, dropped, _, held_after) = _windowed_run(
+        run, name, 10, 10, delay_s, query="the lesson's query", what="final window(s)")
     return ckpt, batches, dropped, held_after
 
 
@@ -271,21 +284,10 @@ def safe_is_smallest(run):
 
 @check("test_half_counted")
 def half_counted(run):
-    events = _events(run)
-    ckpt = run.checkpoint("lab06-sliding")
-    batches = _batches(run, ckpt)
-    watermarks, expected, dropped, still_open, held_after = _simulate(events, batches, 20, 10)
-    run.trace_state("Part B, the open windows (readings counted in each)", ckpt, held_after, _windows_held)
-    _require_watermarks(batches, watermarks)
     # the given query's run is what the simulation says (so the answer is judged against what Spark did)
-    rows = _output(run, "lab06-sliding-out", {"sensor", "count", "ids", "batch_id"})
-    got = {}
-    for row in rows:
-        key = (row["batch_id"], row["sensor"]) + _window_of(row)
-        if key in got:
-            raise CheckFailed("a window was output twice: the given query runs in append mode")
-        got[key] = (int(row["count"]), tuple(sorted(int(i) for i in row["ids"])))
-    _compare(got, {k: (len(v), tuple(sorted(e["id"] for e in v))) for k, v in expected.items()}, "sliding window(s)")
+    ckpt, _, (_, _, dropped, still_open, _) = _windowed_run(
+        run, "lab06-sliding", 20, 10, DELAY_MS // 1000, query="the given query", what="sliding window(s)",
+        trace="Part B, the open windows (readings counted in each)")
     if _window_state(run, ckpt) != still_open:
         raise CheckFailed("the sliding query's state does not hold the windows still open")
     answers = [r["value"] for r in run.records("lab06-half-answer")]
