@@ -86,8 +86,11 @@ def launch(spec: dict, command: list[str]) -> None:
                 f.write(str(os.getpid()))
         except OSError:
             pass
-    args = [*spec["bwrap"], sys.executable, "-I", "-S", os.path.abspath(__file__), "inside", spec["path"], "--",
-            *command]
+    # bubblewrap clears the environment (--clearenv): what nbgrader set for this kernel is set again inside
+    passed = [arg for name in PASSTHROUGH if name in os.environ for arg in ("--setenv", name, os.environ[name])]
+    *options, end = spec["bwrap"]  # its options, then "--"
+    args = [*options, *passed, end, sys.executable, "-I", "-S", os.path.abspath(__file__), "inside", spec["path"],
+            "--", *command]
     os.execv(args[0], args)
 
 
