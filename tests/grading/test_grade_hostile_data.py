@@ -22,7 +22,7 @@ before the victims, whose right grades are asserted:
     "zz victim"  a name the old grader turned into zz_victim (pushing the real one to zz_victim-2)
                                                                      -> graded under its own exact name
     a newline in a name, and a 249-character name                    -> invalid notebook
-    v1, zz_victim the reference answers                              -> full marks, under their own names
+    zz_victim    the reference answers, graded last, after every attacker -> full marks, under its own name
 
 And the third round, against what submissions *share* (the slot's log, the broker, the worker's memory, the
 grader's words and files), each family an attacker, with a reference graded right after the broker's heap:
@@ -332,7 +332,7 @@ def hostile(kafka_bootstrap, tmp_path_factory):
         nbformat.write(with_attack(LAB, head + code, on_reference=student in ON_REFERENCE),
                        submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
-    for student in ("v1", "zz_victim", "jz_reference", "worker1"):
+    for student in ("zz_victim", "jz_reference", "worker1"):
         nbformat.write(reference, submissions / f"{student}.ipynb")
     blank = nbformat.writes(grading.released_notebook(LAB, _name())).encode()
     at = blank.index(b'"metadata": {') + len(b'"metadata": {')
@@ -390,7 +390,7 @@ def test_the_run_ends_with_exit_0_and_a_row_per_file(hostile):
 
 
 def test_the_victims_keep_full_marks_under_their_own_names(hostile):
-    for student in ("v1", "zz_victim", "jz_reference", "worker1"):
+    for student in ("zz_victim", "jz_reference", "worker1"):
         row = _row(hostile, student)
         assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
     assert _row(hostile, "zz_victim")["file"].endswith("/zz_victim.ipynb")

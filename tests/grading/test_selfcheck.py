@@ -331,7 +331,7 @@ def test_a_hanging_lab_is_reported_as_timed_out(tmp_path, run_tag):
     nb.cells.insert(setup + 1, new_code(HANG.strip()))
     path = tmp_path / "hanging.ipynb"
     nbformat.write(nb, path)
-    limit = 150  # a Spark start (10-60 s on a busy 2-core machine), then the hang
+    limit = 100  # a Spark start (10-60 s on a busy 2-core machine), then the hang
     started = time.monotonic()
     result = run_selfcheck(path, timeout_s=limit)
     seconds = time.monotonic() - started
