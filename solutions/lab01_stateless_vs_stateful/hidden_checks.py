@@ -155,6 +155,30 @@ def methods(run):
     assert set(last["path"]) <= {r["path"] for r in more}, "update mode outputs only the paths that changed"
 
 
+def _paths_seen_in_state(run, ckpt, read_by_batch: dict[int, list]) -> set[str] | None:
+    """The paths the query's state keyed by path alone holds, after drawing it after each batch beside the paths
+    the batches had read (None: no store is keyed by path alone, say a state that keys by path and method)."""
+    operators = sorted({int(f.split("/")[1]) for f in ckpt.files()
+                        if f.startswith("state/") and f.split("/")[1].isdigit()})
+    if not operators:
+        raise CheckFailed("the query keeps no state: after the restart, how would it know which paths it has seen?")
+    for operator in reversed(operators):
+        table = ckpt.state_table(run.spark(), operatorId=operator)
+        if "path" in table.columns and "method" not in table.columns:
+            run.trace_state("Part C, the paths your state holds, over both runs", ckpt,
+                            {b: dict.fromkeys({r["path"] for r in read}, "seen") for b, read in read_by_batch.items()},
+                            lambda held: dict.fromkeys(held["path"], "seen"), operatorId=operator)
+            return set(table["path"])
+    return None
+
+
+def _alerts(answer: dict, run_name: str) -> list[str]:
+    paths = answer.get(run_name)
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise CheckFailed(f"the {run_name} run's alerts should be a list of paths (a `path` column of strings)")
+    return paths
+
+
 @check("test_restart_totals", "test_restart_checkpoint")
 def restart(run):
     first = events.access_log(50, seed=3)
@@ -162,27 +186,21 @@ def restart(run):
     ckpt = run.checkpoint("lab01-restart")
     _require_input(run, "lab01-requests-restart", first + second)
     run.require_reached_end(ckpt, "lab01-requests-restart")
-    offsets = ckpt.offsets()
-    read = offsets.groupby("batch")["offset"].sum()
+    read = ckpt.offsets().groupby("batch")["offset"].sum()
     committed = set(ckpt.commits()["batch"])
-    first_run = [batch for batch, total in read.items() if total == len(first) and batch in committed]
-    if not first_run:
+    if not [batch for batch, total in read.items() if total == len(first) and batch in committed]:
         raise CheckFailed("no committed batch ends where the first run should have stopped "
                           f"({len(first)} records): the query did not run twice on one checkpoint")
-    expected = _methods(first + second)
-    held = _paths_in_state(run, ckpt, "Part C, the methods per path your state holds, over both runs",
-                           run.inputs_by_batch(ckpt, "lab01-requests-restart"))
-    assert sorted(held) == sorted(expected), \
-        "after the restart the state should hold every path of both runs"
+    known = {r["path"] for r in first}
+    every = known | {r["path"] for r in second}
+    held = _paths_seen_in_state(run, ckpt, run.inputs_by_batch(ckpt, "lab01-requests-restart"))
+    if held is not None:
+        assert held == every, "after the restart the state keyed by path should hold every path of both runs"
     answers = run.records("lab01-restart-answer", limit=10)
-    if len(answers) != 1 or not isinstance(answers[0]["value"], dict) \
-            or not isinstance(answers[0]["value"].get("latest"), dict):
-        raise CheckFailed("the restart's output did not reach the grader: run Part C's cells once, top to bottom")
-    try:
-        latest = {path: int(n) for path, n in answers[0]["value"]["latest"].items()}
-    except (TypeError, ValueError):
-        raise CheckFailed("the restart's output should count methods per path in whole numbers") from None
-    # the restart reads only the second run's records: DELETE /api/a (a method /api/a had not seen) and GET /api/d
-    changed = {r["path"] for r in second}
-    assert set(latest) == changed, "the restart should read only the new records and output only the paths they changed"
-    assert latest == {p: expected[p] for p in changed}, "the restart should carry on from the first run's state"
+    if len(answers) != 1 or not isinstance(answers[0]["value"], dict):
+        raise CheckFailed("the runs' alerts did not reach the grader: run Part C's cells once, top to bottom")
+    first_alerts, restart_alerts = _alerts(answers[0]["value"], "first"), _alerts(answers[0]["value"], "restart")
+    assert sorted(first_alerts) == sorted(known), "the first run should alert once on each path it read"
+    # the restart reads DELETE /api/a (a known path: no alert) and GET /api/d (never seen: one alert)
+    assert sorted(restart_alerts) == sorted(every - known), \
+        "after the restart only the paths never seen before should alert, once each"

@@ -61,8 +61,8 @@ def alerts_needing_state():
 def distinct_methods(requests):
     return requests
 ''',
-    "run_counts": '''
-def run_counts(topic, checkpoint):
-    return ANY
+    "new_paths": '''
+def new_paths(requests):
+    return requests
 ''',
 }

@@ -1,4 +1,4 @@
-"""A partly solved Lab 01: parts A and B are right, part C (run_counts) is left as handed out.
+"""A partly solved Lab 01: parts A and B are right, part C (new_paths) is left as handed out.
 
 Part C's cells then fail; parts A (3 points) and B (4 points) still count.
 """
