@@ -5,7 +5,6 @@ cells left behind — the checkpoint ``lab02-<part>``, the input topic ``lab02-<
 output topic ``lab02-<part>-out`` — and compares the query's output and the state in its checkpoint
 (read with Spark's state data source) with values computed here from the same seeded generators.
 """
-from collections import Counter
 from datetime import datetime, timedelta
 
 import pandas as pd
@@ -186,47 +185,73 @@ def _batch_ends(ckpt, topic: str) -> dict[int, int]:
     return {int(b): int(o) for b, o in zip(rows["batch"], rows["offset"])}
 
 
+def _seconds_on(events: list[dict]) -> tuple[dict, dict]:
+    """({(user, page): seconds spent there}, {user: page of the latest click}) after ``events``, taken in time
+    order per user: the time from a click to the user's next click is spent on the first click's page."""
+    seconds, last = {}, {}
+    for e in sorted(events, key=lambda e: e["ts"]):
+        at = _when(e["ts"])
+        if e["user"] in last:
+            page, since = last[e["user"]]
+            seconds[(e["user"], page)] = seconds.get((e["user"], page), 0) + int((at - since).total_seconds())
+        last[e["user"]] = (e["page"], at)
+    return seconds, {user: page for user, (page, _) in last.items()}
+
+
 @check("test_pages_output")
 def pages_output(run):
     events = _pages_input()
     ckpt, batches = _ran(run, "pages", events, min_batches=3)
-    _variable(run, ckpt, "page_counts", "MapState")
-    out = _output(run, "pages", ["user", "page", "visits"], batches)
+    _variable(run, ckpt, "seconds_on", "MapState")
+    out = _output(run, "pages", ["user", "page", "seconds"], batches)
     ends = _batch_ends(ckpt, run.topic("lab02-pages-in"))
-    counts, start = Counter(), 0
+    before = {}
     for batch in sorted(ends):
-        chunk = events[start:ends[batch]]
-        counts.update((e["user"], e["page"]) for e in chunk)
-        expected = sorted((u, p, counts[(u, p)]) for u, p in {(e["user"], e["page"]) for e in chunk})
+        now, _ = _seconds_on(events[:ends[batch]])
+        expected = sorted((u, p, n) for (u, p), n in now.items() if before.get((u, p)) != n)
         rows = out[out["batch_id"] == batch]
-        got = sorted(zip(rows["user"], rows["page"], (int(v) for v in rows["visits"])))
-        assert got == expected, (f"batch {batch} should output the {len(expected)} (user, page) pairs clicked in it, "
-                                 f"each with its visits so far; it output {len(got)} rows that differ")
-        start = ends[batch]
+        try:
+            got = sorted(zip(rows["user"], rows["page"], (int(v) for v in rows["seconds"])))
+        except (TypeError, ValueError):
+            raise CheckFailed("the output's seconds should be whole numbers") from None
+        assert got == expected, (f"batch {batch} should output the {len(expected)} (user, page) pairs whose time grew "
+                                 f"in it, each with its seconds so far; it output {len(got)} rows that differ")
+        before = now
 
 
-def _page_counts(state) -> dict:
+def _seconds_held(state) -> dict:
     value_columns = [c for c in state.columns if c not in ("user", "page", "partition_id")]
     if "user" not in state.columns or "page" not in state.columns or len(value_columns) != 1:
-        raise CheckFailed(f"`page_counts` should map page -> visits per user; its columns are {list(state.columns)}")
+        raise CheckFailed(f"`seconds_on` should map page -> seconds per user; its columns are {list(state.columns)}")
     try:
         return {(u, p): int(v) for u, p, v in zip(state["user"], state["page"], state[value_columns[0]])}
     except (TypeError, ValueError):
-        raise CheckFailed("`page_counts` should hold whole numbers of visits") from None
+        raise CheckFailed("`seconds_on` should hold whole numbers of seconds") from None
+
+
+def _pages_held(state) -> dict:
+    """{user: the page} of the ``last_click`` value state: the column named page, or the first text column."""
+    columns = [c for c in state.columns if c not in ("user", "partition_id")]
+    page = "page" if "page" in columns else next((c for c in columns if state[c].map(type).eq(str).all()), None)
+    if page is None:
+        raise CheckFailed(f"`last_click` should hold the latest click's page; its columns are {list(state.columns)}")
+    return dict(zip(state["user"], state[page]))
 
 
 @check("test_pages_state")
 def pages_state(run):
     events = _pages_input()
     ckpt, batches = _ran(run, "pages", events, min_batches=3)
-    state = _variable(run, ckpt, "page_counts", "MapState")
+    state = _variable(run, ckpt, "seconds_on", "MapState")
+    last = _variable(run, ckpt, "last_click", "ValueState")
     ends = _batch_ends(ckpt, run.topic("lab02-pages-in"))
-    reference = {b: dict(Counter((e["user"], e["page"]) for e in events[:ends[b]]))
-                 for b in sorted(ends) if b in batches}
-    diverged = run.trace_state("Part B, page_counts", ckpt, reference, _page_counts, stateVarName="page_counts")
-    assert _page_counts(state) == dict(Counter((e["user"], e["page"]) for e in events)), \
-        (f"the `page_counts` map state does not hold the visits per user and page (it diverged at batch {diverged})"
-         if diverged is not None else "the `page_counts` map state does not hold the visits per user and page")
+    reference = {b: _seconds_on(events[:ends[b]])[0] for b in sorted(ends) if b in batches}
+    diverged = run.trace_state("Part B, seconds_on", ckpt, reference, _seconds_held, stateVarName="seconds_on")
+    seconds, pages = _seconds_on(events)
+    assert _seconds_held(state) == seconds, \
+        (f"the `seconds_on` map state does not hold the seconds per user and page (it diverged at batch {diverged})"
+         if diverged is not None else "the `seconds_on` map state does not hold the seconds per user and page")
+    assert _pages_held(last) == pages, "the `last_click` value state should hold each user's latest page"
 
 
 # ----------------------------------------------------------------------------- Part C

@@ -2,9 +2,9 @@
 each answer into the answer cell with the same grade id of the released notebook).
 
 The pandas form of the processor API (transformWithStateInPandas: rows arrive as pandas DataFrames),
-other state schemas (Part A's keeps the time its id is forgotten and counts the retries), counting with
-pandas, a map state iterated instead of looked up, and Part C's deadline kept in a state of its own instead of
-read with listTimers(): full marks all the same.
+other state schemas (Part A's keeps the time its id is forgotten and counts the retries; Part B's last click is
+epoch seconds in a DOUBLE, before the page), intervals summed with pandas, and Part C's deadline kept in a state of
+its own instead of read with listTimers(): full marks all the same.
 """
 
 ANSWERS = {
@@ -42,24 +42,32 @@ def deduplicate(clicks):
 import pandas as pd
 
 
-class PageCounts(StatefulProcessor):
+class TimeOnPage(StatefulProcessor):
     def init(self, handle):
-        self.page_counts = handle.getMapState("page_counts", "page STRING", "visits BIGINT")
+        self.last_click = handle.getValueState("last_click", "at_s DOUBLE, page STRING")  # epoch seconds, then page
+        self.seconds_on = handle.getMapState("seconds_on", "page STRING", "seconds BIGINT")
 
     def handleInputRows(self, key, rows, timerValues):
-        batch = pd.concat(list(rows), ignore_index=True)
-        totals = {page: visits for (page,), (visits,) in self.page_counts.iterator()}
-        for page, n in batch["page"].value_counts().items():
-            totals[page] = totals.get(page, 0) + int(n)
-            self.page_counts.updateValue((page,), (totals[page],))
-        clicked = sorted(set(batch["page"]))
-        yield pd.DataFrame({"user": [key[0]] * len(clicked), "page": clicked,
-                            "visits": [totals[p] for p in clicked]})
+        batch = pd.concat(list(rows), ignore_index=True).sort_values("ts")
+        seconds = pd.to_datetime(batch["ts"]).astype("int64") / 1e9
+        held = self.last_click.get()
+        steps = ([tuple(held)] if held else []) + list(zip(seconds, batch["page"]))
+        added = {}
+        for (since, page), (until, _) in zip(steps, steps[1:]):
+            added[page] = added.get(page, 0) + round(until - since)
+        for page, more in added.items():
+            old = self.seconds_on.getValue((page,))
+            self.seconds_on.updateValue((page,), (int((old[0] if old else 0) + more),))
+        self.last_click.update((float(steps[-1][0]), steps[-1][1]))
+        grew = sorted(added)
+        if grew:  # a user's first click adds no time: no rows, no frame
+            yield pd.DataFrame({"user": [key[0]] * len(grew), "page": grew,
+                                "seconds": [self.seconds_on.getValue((p,))[0] for p in grew]})
 
 
-def count_pages(clicks):
+def time_on_pages(clicks):
     return clicks.groupBy("user").transformWithStateInPandas(
-        PageCounts(), "user STRING, page STRING, visits LONG", "Update", "None")
+        TimeOnPage(), "user STRING, page STRING, seconds LONG", "Update", "None")
 ''',
     "alarms": '''
 import pandas as pd

@@ -16,7 +16,6 @@ ANSWERS = {
 import json
 import os
 import uuid
-from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -46,14 +45,21 @@ def _expected(part):
                                "partition_id": 0})
         return rows, state, timers, g["dedup_in"]
     if part == "pages":
-        counts, rows = Counter(), []
-        events = g["page_clicks"]
+        events, rows, seconds, last = g["page_clicks"], [], {}, {}
         for b in range(0, len(events), 20):
-            chunk = events[b:b + 20]
-            counts.update((c["user"], c["page"]) for c in chunk)
-            for u, p in sorted({(c["user"], c["page"]) for c in chunk}):
-                rows.append({"batch_id": b // 20, "user": u, "page": p, "visits": counts[(u, p)]})
-        state = pd.DataFrame([{"user": u, "page": p, "visits": n, "partition_id": 0} for (u, p), n in counts.items()])
+            grew = set()
+            for c in events[b:b + 20]:
+                if c["user"] in last:
+                    page, since = last[c["user"]]
+                    seconds[(c["user"], page)] = seconds.get((c["user"], page), 0) + int(
+                        (_when(c["ts"]) - since).total_seconds())
+                    grew.add((c["user"], page))
+                last[c["user"]] = (c["page"], _when(c["ts"]))
+            rows += [{"batch_id": b // 20, "user": u, "page": p, "seconds": seconds[(u, p)]} for u, p in sorted(grew)]
+        state = {"seconds_on": pd.DataFrame([{"user": u, "page": p, "seconds": n, "partition_id": 0}
+                                             for (u, p), n in seconds.items()]),
+                 "last_click": pd.DataFrame([{"user": u, "page": p, "at_ms": int(t.timestamp() * 1000),
+                                              "partition_id": 0} for u, (p, t) in last.items()])}
         return rows, state, None, g["pages_in"]
     readings = g["quiet_readings"]
     last, rows = {}, []
@@ -107,7 +113,8 @@ def _fake_run_to_end(frame, *, output_mode="append", checkpoint=None, output_top
 
 
 sl.run_to_end = _fake_run_to_end
-sl.m02.state_variable = lambda ckpt, name, spark=None, **options: _fake_states[str(ckpt)]
+sl.m02.state_variable = lambda ckpt, name, spark=None, **options: (
+    _fake_states[str(ckpt)][name] if isinstance(_fake_states[str(ckpt)], dict) else _fake_states[str(ckpt)])
 sl.m02.timers = lambda ckpt, spark=None, **options: _fake_timers[str(ckpt)]
 
 
@@ -123,7 +130,7 @@ def deduplicate(clicks):
     return clicks
 ''',
     "pages": '''
-def count_pages(clicks):
+def time_on_pages(clicks):
     return clicks
 ''',
     "alarms": '''

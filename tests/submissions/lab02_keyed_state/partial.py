@@ -1,14 +1,14 @@
 """Lab 02 partly solved: part A right, part B wrong in a way that shows only from the second batch on, part C
 left as the student got it.
 
-Part B counts each batch's visits afresh, overwriting what the map state held: right after the first batch, wrong
-from the first batch in which a user visits a page again. Missing ids keep the released stub (raise
-NotImplementedError()), so part C's run cell fails and its tests score nothing. The feedback page shows Part B's
+Part B writes each user's latest click to its value state but never reads it back: the time from a user's last click
+of one batch to their first of the next is lost. Right after the first batch, wrong from the next. Missing ids keep
+the released stub (raise NotImplementedError()), so part C's run cell fails and its tests score nothing. The feedback page shows Part B's
 state beside the reference's and the batch where it diverged (DIVERGES_AT).
 """
 
 EXPECTED_SCORE = 3
-DIVERGES_AT = {"Part B, page_counts": 1}  # batch 1 is the first in which a user visits a page again
+DIVERGES_AT = {"Part B, seconds_on": 1}  # batch 1 is the first with a user who clicked in batch 0
 
 ANSWERS = {
     "dedup": '''
@@ -33,24 +33,27 @@ def deduplicate(clicks):
     return clicks.groupBy("event_id").transformWithState(RetryFilter(), sl.m02.CLICK_SCHEMA, "Append", "EventTime")
 ''',
     "pages": '''
-class PageCounts(StatefulProcessor):
+class TimeOnPage(StatefulProcessor):
     def init(self, handle):
-        self.page_counts = handle.getMapState("page_counts", "page STRING", "visits LONG")
+        self.last_click = handle.getValueState("last_click", "page STRING, at_ms LONG")
+        self.seconds_on = handle.getMapState("seconds_on", "page STRING", "seconds LONG")
 
     def handleInputRows(self, key, rows, timerValues):
-        pages = []
-        for row in rows:  # wrong: counts the visits of this batch only, overwriting what earlier batches counted
-            if row.page not in pages:
-                pages.append(row.page)
-                self.page_counts.updateValue((row.page,), (0,))
-            before = self.page_counts.getValue((row.page,))
-            self.page_counts.updateValue((row.page,), (before[0] + 1,))
-        for page in pages:
-            yield Row(user=key[0], page=page, visits=self.page_counts.getValue((page,))[0])
+        grew, last = set(), None  # wrong: the click before this batch is forgotten (the state is written, never read)
+        for row in sorted(rows, key=lambda r: r.ts):
+            at_ms = int(row.ts.timestamp() * 1000)
+            if last is not None:
+                before = self.seconds_on.getValue((last[0],))
+                self.seconds_on.updateValue((last[0],), ((before[0] if before else 0) + (at_ms - last[1]) // 1000,))
+                grew.add(last[0])
+            last = (row.page, at_ms)
+            self.last_click.update(last)
+        for page in sorted(grew):
+            yield Row(user=key[0], page=page, seconds=self.seconds_on.getValue((page,))[0])
 
 
-def count_pages(clicks):
+def time_on_pages(clicks):
     return clicks.groupBy("user").transformWithState(
-        PageCounts(), "user STRING, page STRING, visits LONG", "Update", "None")
+        TimeOnPage(), "user STRING, page STRING, seconds LONG", "Update", "None")
 ''',
 }
