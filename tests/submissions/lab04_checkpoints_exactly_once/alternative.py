@@ -1,7 +1,7 @@
 """A correct Lab 04 written differently from the reference solution.
 
-Part A reads the checkpoint's offsets files directly (JSON) instead of ``sl.Checkpoint``; Part B skips a batch
-that is already stored (instead of replacing it) and writes with pandas; Part C is a class whose producer starts
+Part A reads the checkpoint's offsets files directly (JSON) instead of ``sl.Checkpoint``; Part B reads each
+row's batch_id first and writes only the newer rows (INSERT OR REPLACE, not an upsert with a WHERE), with pandas; Part C is a class whose producer starts
 on the first batch, which finds the last committed batch with ``sl.m04.last_committed_batch`` and reads
 ``offsets/<batch>`` as JSON. Part D reads
 ``offsets/<batch>`` as JSON and the state with ``spark.read.format("statestore")`` and ``collect()``.
@@ -35,12 +35,11 @@ def in_flight(checkpoint_path):
     "save_counts": '''
 def save_counts(batch_df, batch_id):
     frame = batch_df.toPandas()
-    frame.insert(0, "batch_id", batch_id)
     with sqlite3.connect(STORE) as db:
-        (already,) = db.execute("SELECT COUNT(*) FROM counts WHERE batch_id = ?", (batch_id,)).fetchone()
-        if already:
-            return                      # this batch was stored before the crash: storing it again would double it
-        frame[["batch_id", "path", "count"]].to_sql("counts", db, if_exists="append", index=False)
+        held = dict(db.execute("SELECT path, batch_id FROM latest").fetchall())
+        newer = [(p, int(c), batch_id) for p, c in zip(frame["path"], frame["count"])
+                 if held.get(p, -1) <= batch_id]   # a row of a later batch stays: this one is a late replay
+        db.executemany("INSERT OR REPLACE INTO latest (path, count, batch_id) VALUES (?, ?, ?)", newer)
 ''',
     "make_transactional_sink": '''
 class TwoPhaseSink:

@@ -39,7 +39,7 @@ class FakeDb:
     def executemany(self, *a, **k): return self
     def fetchall(self):
         paths = Counter(r["path"] for r in globals()["b_requests"])
-        return [(0, path, count) for path, count in paths.items()]
+        return [(path, count, 3) for path, count in paths.items()]
 
 class FakeSqlite:
     @staticmethod
