@@ -5,7 +5,7 @@
     readings = sl.m02.sensor_readings(100, silences=0.06)   # ... and sensors that go silent for a while
     ...                                             # a query with transformWithState runs on them
     sl.m02.state_variables(ckpt)                        # which state variables the operator keeps
-    sl.m02.state_variable(ckpt, "page_counts")          # one variable as a table (lists/maps flattened)
+    sl.m02.state_variable(ckpt, "visits")               # one variable as a table (lists/maps flattened)
     sl.m02.timers(ckpt)                                 # the timers each key has registered
     sl.m02.plot_state_rows({"no cleanup": run1, "timers": run2})   # state rows per micro-batch
     sl.m02.dedup_summary({"built-in": run1, "by hand": run2}, clicks)   # did each id come out once?
