@@ -97,22 +97,36 @@ def _latest(rows, key="path"):
         raise CheckFailed(f"the count column {values[0]!r} should hold whole numbers") from None
 
 
+def _stateful_operators(ckpt) -> list[int]:
+    """The ids of the operators that keep state in ``ckpt`` (its ``state/<id>/`` folders)."""
+    return sorted({int(f.split("/")[1]) for f in ckpt.files() if f.startswith("state/") and f.split("/")[1].isdigit()})
+
+
+def _path_keyed_store(run, ckpt, operators: list[int]):
+    """(operator, state table) of the last of ``operators`` whose state is keyed by path alone (a count, a set of
+    methods or nothing per path, never a key of path and method); None when none is."""
+    for operator in reversed(operators):
+        table = ckpt.state_table(run.spark(), operatorId=operator)
+        if "path" in table.columns and "method" not in table.columns:
+            return operator, table
+    return None
+
+
 def _paths_in_state(run, ckpt, title: str, read_by_batch: dict[int, list]) -> list[str]:
     """The keys of the state store keyed by path alone (the count, or the set of methods, per path), after drawing
     that store after each batch beside the methods per path of what the batch had read (``read_by_batch``)."""
-    operators = sorted({int(f.split("/")[1]) for f in ckpt.files()
-                        if f.startswith("state/") and f.split("/")[1].isdigit()})
+    operators = _stateful_operators(ckpt)
     if not operators:
         raise CheckFailed("the query keeps no state: how would it know which methods a path has seen?")
     if len(operators) > 3:
         raise CheckFailed(f"the query has {len(operators)} stateful operators; one or two are enough")
-    for operator in reversed(operators):
-        table = ckpt.state_table(run.spark(), operatorId=operator)
-        if "path" in table.columns and "method" not in table.columns:
-            run.trace_state(title, ckpt, {b: _methods(read) for b, read in read_by_batch.items()},
-                            _methods_held, operatorId=operator)
-            return list(table["path"])
-    raise CheckFailed("no state store is keyed by path: the answer per path should live in state keyed by path")
+    found = _path_keyed_store(run, ckpt, operators)
+    if found is None:
+        raise CheckFailed("no state store is keyed by path: the answer per path should live in state keyed by path")
+    operator, table = found
+    run.trace_state(title, ckpt, {b: _methods(read) for b, read in read_by_batch.items()},
+                    _methods_held, operatorId=operator)
+    return list(table["path"])
 
 
 def _methods_held(table) -> dict:
@@ -158,18 +172,17 @@ def methods(run):
 def _paths_seen_in_state(run, ckpt, read_by_batch: dict[int, list]) -> set[str] | None:
     """The paths the query's state keyed by path alone holds, after drawing it after each batch beside the paths
     the batches had read (None: no store is keyed by path alone, say a state that keys by path and method)."""
-    operators = sorted({int(f.split("/")[1]) for f in ckpt.files()
-                        if f.startswith("state/") and f.split("/")[1].isdigit()})
+    operators = _stateful_operators(ckpt)
     if not operators:
         raise CheckFailed("the query keeps no state: after the restart, how would it know which paths it has seen?")
-    for operator in reversed(operators):
-        table = ckpt.state_table(run.spark(), operatorId=operator)
-        if "path" in table.columns and "method" not in table.columns:
-            run.trace_state("Part C, the paths your state holds, over both runs", ckpt,
-                            {b: dict.fromkeys({r["path"] for r in read}, "seen") for b, read in read_by_batch.items()},
-                            lambda held: dict.fromkeys(held["path"], "seen"), operatorId=operator)
-            return set(table["path"])
-    return None
+    found = _path_keyed_store(run, ckpt, operators)
+    if found is None:
+        return None
+    operator, table = found
+    run.trace_state("Part C, the paths your state holds, over both runs", ckpt,
+                    {b: dict.fromkeys({r["path"] for r in read}, "seen") for b, read in read_by_batch.items()},
+                    lambda held: dict.fromkeys(held["path"], "seen"), operatorId=operator)
+    return set(table["path"])
 
 
 def _alerts(answer: dict, run_name: str) -> list[str]:
@@ -188,7 +201,7 @@ def restart(run):
     run.require_reached_end(ckpt, "lab01-requests-restart")
     read = ckpt.offsets().groupby("batch")["offset"].sum()
     committed = set(ckpt.commits()["batch"])
-    if not [batch for batch, total in read.items() if total == len(first) and batch in committed]:
+    if not any(total == len(first) and batch in committed for batch, total in read.items()):
         raise CheckFailed("no committed batch ends where the first run should have stopped "
                           f"({len(first)} records): the query did not run twice on one checkpoint")
     known = {r["path"] for r in first}
