@@ -11,7 +11,8 @@ before the victims, whose right grades are asserted:
     c_outputs    outputs of 4 x 6 MB and one 20 MB image (the old feedback page: hundreds of MB)
     d_door       300 connections to the broker at once, then a 2,000-partition topic
     e_html       script, event handlers and javascript: links in its outputs and markdown
-    f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer
+    f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer;
+                 then, in the same kernel, the two attacks of the third round on the broker's own state below
     h_deep       a checkpoint of 500 folders within folders, past PATH_MAX (the grader's walk of its work
                  folder failed with ENAMETOOLONG: a grader error, every run)
     g_exfil      keeps every cell's source from a pre_run_cell hook and prints it base64'd and reversed (the old
@@ -33,10 +34,10 @@ grader's words and files), each family an attacker, with a reference graded righ
                  broker's 512 MB heap ran out, the next two references were 0/10 with NoBrokersAvailable); then
                  its kernel ends itself (its own lab stalled minutes behind its requests) -> crashed, its own
     jz_reference the reference, graded right after j_heap                 -> full marks
-    k_configs    a topic of its own with segment.ms=1, and the same config altered onto another (the broker
+    (f_tenancy)  a topic of its own with segment.ms=1, and the same config altered onto another (the broker
                  opened a file per request until it died, and stayed down) -> refused: creating by the door,
                  altering by Kafka (the principal has no ALTER_CONFIGS)
-    l_txids      100 transactional ids (all kept by the broker for seven days) -> at most 16
+    (f_tenancy)  100 transactional ids (all kept by the broker for seven days) -> at most 16
     m_bytes      350 MB to a topic of its own (the produce quota alone let a slot write ~18 GB) -> at most 64 MB
     n_display    one 0.9 MB display update copied by display id into 1,000 outputs (a 950 MB notebook, a
                  3.7 GB worker)                                            -> the update is not kept
@@ -45,8 +46,8 @@ grader's words and files), each family an attacker, with a reference graded righ
     p_words      the reference answers, but Part B's count column is named OutOfMemoryError and holds "2.0", which
                  a check's message quotes (the old runner read the words as the checks' JVM failing: a grader
                  error, run after run)                                    -> graded: Part B fails, the rest counts
-    worker1      the reference, under the id whose log was the slot's own (it truncated it) -> full marks, its
-                 own log in logs/, the grader's in grader/
+    worker1      the blank lab, under the id whose log was the slot's own (it truncated it) -> graded, its
+                 own log in logs/, the grader's whole in grader/
 """
 from __future__ import annotations
 
@@ -217,9 +218,7 @@ for size in (16 * 2**20, 2 * 2**20 - 100):
         thread.join(60)
 os._exit(0)  # its own lab would wait minutes for its Kafka: ended here, its row is crashed (0 points)
 ''',
-    "k_configs": '''
-import os
-from kafka import KafkaAdminClient
+    "f_tenancy_configs": '''
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 prefix = os.environ["STREAMLAB_TOPIC_PREFIX"]
 for name, attempt in [  # a new client each time: the door closes the connection of a refused request
@@ -234,9 +233,7 @@ for name, attempt in [  # a new client each time: the door closes the connection
     except Exception as err:
         print(name, "refused", type(err).__name__)
 ''',
-    "l_txids": '''
-import os
-from kafka import KafkaProducer
+    "f_tenancy_txids": '''
 made = 0
 for i in range(100):
     try:
@@ -290,6 +287,9 @@ get_ipython().events.register("pre_run_cell", keep)
 }
 
 
+# One kernel for the three attacks on the broker's tenancy (a kernel of lab 01 costs ~16 s): each prints its own words
+ATTACKS["f_tenancy"] += "\n" + ATTACKS.pop("f_tenancy_configs") + "\n" + ATTACKS.pop("f_tenancy_txids")
+
 ON_REFERENCE = {"p_words"}  # attacks on the reference answers (the others on the blank lab)
 
 
@@ -332,8 +332,9 @@ def hostile(kafka_bootstrap, tmp_path_factory):
         nbformat.write(with_attack(LAB, head + code, on_reference=student in ON_REFERENCE),
                        submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
-    for student in ("zz_victim", "jz_reference", "worker1"):
+    for student in ("zz_victim", "jz_reference"):
         nbformat.write(reference, submissions / f"{student}.ipynb")
+    nbformat.write(grading.released_notebook(LAB, _name()), submissions / "worker1.ipynb")
     blank = nbformat.writes(grading.released_notebook(LAB, _name())).encode()
     at = blank.index(b'"metadata": {') + len(b'"metadata": {')
     (submissions / "o_expand.ipynb").write_bytes(blank[:at] + b'"x": [' + b"{}," * 7_000_000 + b"{}], " + blank[at:])
@@ -390,14 +391,21 @@ def test_the_run_ends_with_exit_0_and_a_row_per_file(hostile):
 
 
 def test_the_victims_keep_full_marks_under_their_own_names(hostile):
-    for student in ("zz_victim", "jz_reference", "worker1"):
+    for student in ("zz_victim", "jz_reference"):
         row = _row(hostile, student)
         assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
     assert _row(hostile, "zz_victim")["file"].endswith("/zz_victim.ipynb")
 
 
+def test_a_student_named_like_a_slot_keeps_its_own_log_and_the_slots(hostile):
+    row = _row(hostile, "worker1")  # the blank lab: graded, 0, its kernel's log its own, the slot's log beside it
+    assert (row["status"], float(row["score"])) == ("graded", 0.0), row
+    own, slot = hostile["out"] / "logs" / "worker1.log", hostile["out"] / "grader" / "worker1.log"
+    assert "Autograding" in own.read_text(errors="replace") and slot.exists()
+
+
 @pytest.mark.parametrize("student", ["a_zipbomb", "b_records", "c_outputs", "d_door", "e_html", "f_tenancy",
-                                     "g_exfil", "h_deep", "k_configs", "l_txids", "m_bytes", "n_display"])
+                                     "g_exfil", "h_deep", "m_bytes", "n_display"])
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
@@ -527,15 +535,15 @@ def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile)
 def test_topic_configs_are_refused(hostile):
     """Creating with configs: at the door. Altering: by the broker, whose ACLs give the principal no ALTER_CONFIGS
     (its error code in the answer: 29, TOPIC_AUTHORIZATION_FAILED)."""
-    said = _said(hostile, "k_configs")
+    said = _said(hostile, "f_tenancy")
     assert "CREATE refused" in said and "PLAIN DID" in said, said[-1500:]
     altered = re.search(r"ALTER DID \[\((\d+)", said)
     assert altered is not None and altered.group(1) == "29", said[-1500:]
 
 
 def test_transactional_ids_and_bytes_stay_within_the_budget(hostile):
-    made = re.search(r"TXIDS (\d+)", _said(hostile, "l_txids"))
-    assert made and int(made.group(1)) <= 16, _said(hostile, "l_txids")[-1500:]
+    made = re.search(r"TXIDS (\d+)", _said(hostile, "f_tenancy"))
+    assert made and int(made.group(1)) <= 16, _said(hostile, "f_tenancy")[-1500:]
     usage = _result(hostile, "m_bytes")["usage"]
     assert usage["kafka_produced_mb"] <= 64, usage
     written = re.search(r"BYTES (\d+)", _said(hostile, "m_bytes"))
