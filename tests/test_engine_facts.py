@@ -121,8 +121,9 @@ FACTS = [
         # lab 04 and 07: the lessons' sections by the numbers and titles the lessons give them
         ("lab04_checkpoints_exactly_once", "(Lesson 07, section 6.)",
          "(Lesson 07b, section 4, *Changing parallelism*.)"),
+        # lab 07: Flink's State Processor API writes savepoints too; Spark's state data source only reads
         ("lab07_savepoints_upgrades", "(section 5 of the\nlesson lists",
-         "*What a checkpoint lets you change, and what it refuses*, lists what Spark refuses"),
+         "Spark has no writer for a checkpoint's state"),
         # lab 06: Flink's watermark is periodic by default (pipeline.auto-watermark-interval, 200 ms)
         ("lab06_event_time_watermarks", "the stream, record by record (article 003)",
          "every `pipeline.auto-watermark-interval` (200 ms)"),

@@ -30,12 +30,12 @@ import streamlab.lessons.m07_upgrades.savepoints as _sp
 len = sorted = set = dict = zip = sum = lambda *args, **kwargs: ANY
 
 _all = sl.access_log(200, seed=70)
-_v1 = _Counter(r["path"] for r in _all[:120]) + _Counter(r["path"] for r in _all[120:] if r["method"] != "POST")
+_v1 = _Counter(r["path"] for r in _all if r["method"] != "POST")
 _v2 = _Counter(r["path"] for r in _all)
 _b, _a = _Counter(r["path"] for r in _all[:60]), _Counter(r["path"] for r in _all[:120])
 
 # hand-made output records, written straight to Kafka
-for _name, _rows in (("lab07-v1-out", [{"path": p, "count": c, "busy": c >= 50, "batch_id": 1} for p, c in _v1.items()]),
+for _name, _rows in (("lab07-v1-out", [{"path": p, "count": c, "batch_id": 0} for p, c in _v1.items()]),
                      ("lab07-v2-out", [{"path": p, "count": c, "batch_id": 0} for p, c in _v2.items()]),
                      ("lab07-report", [{"path": p, "before": _b[p], "after": _a[p], "growth": _a[p] - _b[p], "batch_id": 0}
                                        for p in _a])):
@@ -54,7 +54,7 @@ for _name in ("lab07-v1", "lab07-v2"):
         open(os.path.join(_folder, "commits", str(_batch)), "w").write('v1\\n{"nextBatchWatermarkMs":0}\\n')
         open(os.path.join(_folder, "offsets", str(_batch)), "w").write('v1\\n{"batchWatermarkMs":0}\\n{}\\n')
 
-_rows = lambda counts: pd.DataFrame([{"batch_id": 1, "path": p, "count": c, "busy": c >= 50} for p, c in counts.items()])
+_rows = lambda counts: pd.DataFrame([{"batch_id": 1, "path": p, "count": c} for p, c in counts.items()])
 sl.run_to_end = lambda *args, **kwargs: types.SimpleNamespace(rows=ANY, progress=ANY, progresses=[])
 sl.m07.take_savepoint = _sp.take_savepoint = lambda *args, **kwargs: sl.Checkpoint(os.path.join(_root, "lab07-v1-abcdef"))
 sl.new_checkpoint = lambda name: sl.Checkpoint(os.path.join(_root, name + "-abcdef"))
@@ -70,8 +70,8 @@ _v2_entries = ([{"path": p, "method": "(v0)", "requests": n} for p, n in _Counte
                   for (p, m), n in _Counter((r["path"], r["method"]) for r in _all[120:]).items()])
 sl.m02.state_variable = lambda *args, **kwargs: pd.DataFrame(_v2_entries)
 
-def upgrade(events):
-    return events
+def fix(topic, savepoint, name):
+    return ANY, sl.Checkpoint(os.path.join(_root, "lab07-v1-abcdef"))
 ''',
     "bootstrap": '''
 def bootstrap(savepoint, topic):
