@@ -10,7 +10,8 @@ For each lab (every ``solutions/labNN_*/labNN_*.ipynb`` unless named; a name may
   labs have none today; if one appears, its cells are named under the table.
 - the **lesson lines**: every line of the code cells and of the fenced blocks (```) in Markdown cells of the
   module's lessons, ``notebooks/NN*_*.ipynb`` with the lab's two-digit number ``NN`` (lab02: ``02_keyed_state``
-  and ``02b_state_expiry``; a new ``02c_...`` would count too).
+  and ``02b_state_expiry``; a new ``02c_...`` would count too), and the lessons with no lab of their own whose part
+  the lab holds (``ALSO_PRACTISED``: lab03's Part D is lesson 08's).
 
 Every line is compared **normalised**: a trailing comment removed (``x = 1  # why`` is ``x = 1``; a ``#`` inside a
 string stays), the ends stripped, runs of spaces and tabs inside collapsed to one space. An answer line is
@@ -121,10 +122,16 @@ def lesson_lines(lessons: list[Path]) -> set[str]:
     return lines
 
 
+ALSO_PRACTISED = {"03": ["08"]}
+"""{lab number: the numbers of lessons without a lab of their own, whose part that lab holds}."""
+
+
 def lessons_of(lab: str, notebooks: Path) -> list[Path]:
-    """The lessons of a lab's module: ``NN*_*.ipynb`` in ``notebooks`` for ``labNN_...`` (02 and 02b for lab02)."""
+    """The lessons of a lab's module: ``NN*_*.ipynb`` in ``notebooks`` for ``labNN_...`` (02 and 02b for lab02),
+    and those of ``ALSO_PRACTISED``."""
     number = re.match(r"lab(\d\d)", lab).group(1)
-    return sorted(p for p in notebooks.glob(f"{number}*_*.ipynb") if re.match(rf"{number}[a-z]*_", p.name))
+    return sorted(p for n in (number, *ALSO_PRACTISED.get(number, ())) for p in notebooks.glob(f"{n}*_*.ipynb")
+                  if re.match(rf"{n}[a-z]*_", p.name))
 
 
 def _share(verbatim: int, counted: int) -> float | None:

@@ -9,7 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 from streamlab.grading.hidden_checks import CheckFailed, check, committed_offsets
-from streamlab.lessons.m03_state_backends import CHANGELOG_CONF, checkpoint_conf, provider_of, state_files
+from streamlab.lessons.m03_state_backends import (
+    CHANGELOG_CONF,
+    checkpoint_conf,
+    provider_of,
+    snapshot_ssts,
+    state_files,
+)
 from streamlab.stack.session import STATE_STORES
 
 FIRST_RUN = list(range(0, 1500)) + list(range(500, 2000))  # the setup cell's two produce_new_keys
@@ -287,3 +293,52 @@ def settings_all(run):
     written = set(files.loc[files["version"].isin(restarted), "kind"])
     assert "changelog" not in written and "zip" in written, \
         "the restart should have run without changelog checkpointing (a snapshot each batch)"
+
+
+# -- Part D: what a fresh load copies back (lesson 08): the SST files its snapshot lists, changelogs replayed
+
+def _true_copies(ckpt, files, batch) -> dict[int, int]:
+    """{partition: bytes}: the SST files the snapshot a load as of ``batch`` starts from lists, by its metadata."""
+    copies = {}
+    for partition, names in _true_plan(files, batch).items():
+        zips = [name for name in names if name.endswith(".zip")]
+        path = Path(ckpt.path, "state", "0", str(partition), zips[0]) if zips else None
+        copies[partition] = sum(size for _, size in snapshot_ssts(path)) if path else 0
+    return copies
+
+
+def _given_copies(run, batches) -> tuple[dict[int, dict[int, int]], float]:
+    answer, sent = _answer(run, "lab03-copy-answer")
+    if not isinstance(answer.get("copied"), dict):
+        raise CheckFailed("no restart_copy results: run part D's cells once")
+    try:
+        given = {int(b): {int(p): int(n) for p, n in copies.items()} for b, copies in answer["copied"].items()}
+    except (TypeError, ValueError, AttributeError):
+        raise CheckFailed("restart_copy must return {partition: bytes}") from None
+    if sorted(given) != batches:
+        raise CheckFailed(f"expected restart_copy's answer for each committed batch {batches}")
+    return given, sent
+
+
+def _copies_match(ckpt, files, given, batch) -> None:
+    truth = _true_copies(ckpt, files, batch)
+    assert given[batch] == truth, (f"as of batch {batch} a load copies {truth} bytes per state partition (the SST "
+                                   f"files its snapshot lists); restart_copy says {given[batch]}")
+
+
+@check("test_copy_last")
+def copy_last(run):
+    ckpt, files, batches = _changelog_checkpoint(run)
+    given, sent = _given_copies(run, batches)
+    _copies_match(ckpt, _seen_at(ckpt, files, sent), given, batches[-1])
+
+
+@check("test_copy_every")
+def copy_every(run):
+    ckpt, files, batches = _changelog_checkpoint(run)
+    given, sent = _given_copies(run, batches)
+    files = _seen_at(ckpt, files, sent)
+    for batch in batches:
+        _copies_match(ckpt, files, given, batch)
+    assert any(given[b] != given[batches[-1]] for b in batches), \
+        "every batch copies the same bytes: the loads before the last snapshot were not told apart"

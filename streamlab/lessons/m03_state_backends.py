@@ -76,7 +76,7 @@ def provider_of(checkpoint) -> str | None:
     return _provider_name(checkpoint_conf(checkpoint).get(PROVIDER_CONF))
 
 
-def _zip_ssts(path: Path) -> list[tuple[str, int]]:
+def snapshot_ssts(path: Path) -> list[tuple[str, int]]:
     """(SST file name, bytes) a RocksDB ``<version>.zip`` snapshot says it needs."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -116,7 +116,7 @@ def state_files(checkpoint):
     first_listed: dict[tuple, int] = {}
     zips = frame[frame["kind"] == "zip"].sort_values("version")
     for zip_row in zips.itertuples():
-        for sst, _ in _zip_ssts(zip_row.abspath):
+        for sst, _ in snapshot_ssts(zip_row.abspath):
             first_listed.setdefault((zip_row.operator, zip_row.partition, sst), zip_row.version)
     for index, row in frame[frame["kind"] == "sst"].iterrows():
         frame.at[index, "version"] = first_listed.get((row["operator"], row["partition"], Path(row["file"]).name))

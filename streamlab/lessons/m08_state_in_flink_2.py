@@ -11,6 +11,8 @@ batch, and copied back from it whenever a query (re)starts. ``restart_cost`` mea
     cost.plot()       # batch time and bytes copied, per key count
     cost.checkpoints  # {keys: the sl.Checkpoint each query left}, to read with the state data source
 
+    sl.m08.copied_to_read(spark, checkpoint, batch)   # {state partition: bytes} a fresh load of a batch copied
+
 The rows come from the queries' own progress reports (``durationMs``, the RocksDB provider's metrics)
 and from Spark's log, whose line ``Copied N files (B bytes) from DFS to local`` the RocksDB state store
 writes when it loads a version from the checkpoint (``loaded_from_checkpoint`` reads it).
@@ -44,6 +46,7 @@ MAX_KEYS = 5_000_000
 
 STATE_LOGGER = "org.apache.spark.sql.execution.streaming.state"
 _COPIED = re.compile(r"Copied (\d+) files \((\d+) bytes\) from DFS to local")
+_COPIED_BY_PARTITION = re.compile(r"partitionId=(\d+).*?Copied \d+ files \((\d+) bytes\) from DFS to local")
 
 COLUMNS = ["keys", "mode", "try", "batch_ms", "add_batch_ms", "state_rows", "state_mib", "files_copied", "mib_copied",
            "reported_load_ms"]
@@ -76,6 +79,22 @@ def loaded_from_checkpoint(log_text: str, run_id: str | None = None) -> tuple[in
     if not found:
         return None
     return sum(f for f, _ in found), sum(b for _, b in found)
+
+
+def copied_to_read(spark, checkpoint, batch: int) -> dict[int, int]:
+    """{state partition of operator 0: bytes} that Spark's RocksDB store copied from ``checkpoint`` (an
+    ``sl.Checkpoint``) to local disk when the state data source read the state as of ``batch``: each read is a
+    fresh load, like a restart's. From Spark's log lines ``Copied N files (B bytes) from DFS to local``; a
+    partition that copied nothing (its state rebuilt from changelogs alone) is 0."""
+    folder = Path(checkpoint.path, "state", "0")
+    partitions = sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+    with _state_store_log(spark) as log:
+        spark.read.format("statestore").option("batchId", int(batch)).load(checkpoint.path).count()
+        text = log()
+    copied = dict.fromkeys(partitions, 0)
+    for partition, size in _COPIED_BY_PARTITION.findall(text):
+        copied[int(partition)] = copied.get(int(partition), 0) + int(size)
+    return copied
 
 
 def first_batch_row(progress: dict, *, keys: int, mode: str, copied: tuple[int, int] | None,

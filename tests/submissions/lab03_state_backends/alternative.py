@@ -2,7 +2,9 @@
 each answer into the answer cell with the same grade id of the released notebook).
 
 Part A works on `sl.m03.state_files` (pandas: group by partition, filter by version) instead of walking folders;
-part B too, with the committed batches from `sl.Checkpoint`; part C reads `offsets/0` instead of the last entry.
+part B too, with the committed batches from `sl.Checkpoint`; part C reads `offsets/0` instead of the last entry;
+part D finds the snapshot in that table too, and adds up the sizes on disk of the SST files its metadata names
+(not their `sizeBytes`), without calling part A's function.
 It must get full marks all the same.
 """
 
@@ -43,5 +45,25 @@ def effective_settings(checkpoint_path, wanted):
     effective = dict(wanted)
     effective.update({name: fixed[name] for name in wanted if name in fixed})
     return effective
+''',
+    "restart_copy": '''
+def restart_copy(checkpoint_path, batch):
+    import json
+    import zipfile
+
+    files = sl.m03.state_files(checkpoint_path)
+    files = files[files["operator"] == 0]
+    copies = {}
+    for partition, group in files.groupby("partition"):
+        snapshots = group[(group["kind"] == "zip") & (group["version"] <= batch + 1)].sort_values("version")
+        if snapshots.empty:
+            copies[int(partition)] = 0      # rebuilt from its changelogs alone
+            continue
+        with zipfile.ZipFile(os.path.join(checkpoint_path, snapshots["file"].iloc[-1])) as snapshot:
+            header, body = snapshot.read("metadata").decode().split("\\n", 1)
+        names = {entry["dfsSstFileName"] for entry in json.loads(body)["sstFiles"]}
+        listed = group[(group["kind"] == "sst") & group["file"].map(lambda f: os.path.basename(f) in names)]
+        copies[int(partition)] = int(listed["bytes"].sum())
+    return copies
 ''',
 }

@@ -1,9 +1,9 @@
-"""A Lab 03 submission with part A solved and part B wrong in a plausible way; part C left as the stub.
+"""A Lab 03 submission with part A solved and part B wrong in a plausible way; parts C and D left as the stub.
 
 Part B answers the oldest version kept instead of the oldest version its restore reads: the shape test (1)
 passes; a restore after the cleanup fails (test_cleanup_safe) and the versions are not Spark's (test_cleanup_most).
 Part A reads the folders (sorting each version's changelog before its zip, then keeping the files from the last
-usable zip on). Expected: part A 3 + part B 1 = 4 of 10 points.
+usable zip on). Part D left as the stub. Expected: part A 3 + part B 1 = 4 of 13 points.
 """
 
 EXPECTED_SCORE = 4
