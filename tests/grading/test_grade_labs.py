@@ -462,7 +462,7 @@ def test_hanging_submission_is_stopped_at_the_limit(robust):
     graded = robust
     row = _row(graded, "a_hang")
     assert (row["status"], float(row["score"])) == ("timed out", 0.0), row
-    assert TIMEOUT_S <= float(row["seconds"]) < TIMEOUT_S + 60, row
+    assert f"did not finish within {TIMEOUT_S} s" in row["detail"], row   # the whole-submission limit, not a cell's
 
 
 def test_a_stuck_cell_costs_only_its_own_part(robust):
@@ -472,7 +472,7 @@ def test_a_stuck_cell_costs_only_its_own_part(robust):
     assert 0 < float(row["score"]) < graded["max_score"], row
     stuck = grading.answer_cells(_released(graded["lab"]))[-1].metadata.nbgrader.grade_id
     assert stuck in row["detail"], row
-    assert float(row["seconds"]) < TIMEOUT_S, row
+    assert f"stopped after {CELL_TIMEOUT_S} s in" in row["detail"], row   # the cell's limit, not the whole one
 
 
 def test_uninterruptible_cell_is_reported_as_timed_out(robust):
@@ -480,7 +480,7 @@ def test_uninterruptible_cell_is_reported_as_timed_out(robust):
     row = _row(graded, "b_stuck")
     assert (row["status"], float(row["score"])) == ("timed out", 0.0), row
     assert "did not stop when interrupted" in row["detail"], row
-    assert float(row["seconds"]) < TIMEOUT_S, row
+    assert "did not finish within" not in row["detail"], row   # nbgrader gave up on the cell: no whole-limit stop
 
 
 def test_crashing_submission_is_reported_as_crashed(robust):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import psutil
 import pytest
@@ -76,10 +75,8 @@ def test_reports_come_back_and_a_forged_one_is_ignored(tmp_path):
 def test_the_time_limit_stops_the_worker_and_the_students_processes(tmp_path):
     worker = _worker(tmp_path)
     try:
-        started = time.monotonic()
         outcome = worker.grade(_request("hang", tmp_path, f"{RUN}-hang"), timeout_s=3)
         assert outcome.hit_limit and outcome.report is None
-        assert time.monotonic() - started < 60
         assert outcome.killed >= 2, "the worker and the student's `sleep`"
         assert leftover_processes(f"{RUN}-hang") == []
         # the next student gets a new worker
