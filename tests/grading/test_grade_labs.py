@@ -433,10 +433,16 @@ def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
     assert graded["lab"] != "lab02_keyed_state" or diverges, "lab02's partial diverges in a traced part"
 
 
-def test_a_swollen_checkpoint_costs_its_own_student_only(kafka_bootstrap, tmp_path_factory):
+# The labs with a swollen.py. Parametrized by lab, so the test runs in its lab's group of tests (tests/conftest.py):
+# on the worker that grades that lab once for all of them, never a second time on another.
+SWOLLEN_LABS = [lab for lab in LABS if (SUBMISSIONS_DIR / lab / "swollen.py").exists()]
+
+
+@pytest.mark.parametrize("lab", SWOLLEN_LABS)
+def test_a_swollen_checkpoint_costs_its_own_student_only(lab, kafka_bootstrap, tmp_path_factory):
     """Lab 03's Part B check copies the checkpoint; a student who swells it (a sparse 500 MB file) loses that part,
     told why, before anything is copied; the students after it are graded as before."""
-    graded = _graded("lab03_state_backends", kafka_bootstrap, tmp_path_factory)
+    graded = _graded(lab, kafka_bootstrap, tmp_path_factory)
     row, reference = _row(graded, "c_swollen"), _row(graded, "e_reference")
     assert row["status"] == "graded" and 0 < float(row["score"]) < graded["max_score"], row
     assert "far larger than the lab's query makes" in row["detail"], row
