@@ -185,14 +185,22 @@ def _true_oldest(files, batches, keep) -> dict[int, int]:
     return truth
 
 
-def _given_oldest(run) -> tuple[dict[int, dict[int, int]], float]:
-    answer, sent = _answer(run, "lab03-cleanup-answer")
-    if not isinstance(answer.get("needed"), dict):
-        raise CheckFailed("no oldest_needed results: run part B's cells once")
+def _given_per_partition(run, topic: str, field: str, part: str, function: str,
+                         value: str) -> tuple[dict[int, dict[int, int]], float]:
+    """The ``{n: {partition: whole number}}`` a part's cell sent (``field`` of its one answer record on ``topic``),
+    and when; CheckFailed naming ``function`` and its ``{partition: value}`` when it is missing or malformed."""
+    answer, sent = _answer(run, topic)
+    if not isinstance(answer.get(field), dict):
+        raise CheckFailed(f"no {function} results: run part {part}'s cells once")
     try:
-        given = {int(k): {int(p): int(v) for p, v in versions.items()} for k, versions in answer["needed"].items()}
+        given = {int(n): {int(p): int(v) for p, v in per.items()} for n, per in answer[field].items()}
     except (TypeError, ValueError, AttributeError):
-        raise CheckFailed("oldest_needed must return {partition: version}") from None
+        raise CheckFailed(f"{function} must return {{partition: {value}}}") from None
+    return given, sent
+
+
+def _given_oldest(run) -> tuple[dict[int, dict[int, int]], float]:
+    given, sent = _given_per_partition(run, "lab03-cleanup-answer", "needed", "B", "oldest_needed", "version")
     if sorted(given) != list(range(1, 7)) or any(sorted(a) != [0, 1] for a in given.values()):
         raise CheckFailed("oldest_needed should give a version for state partitions 0 and 1, for every keep")
     return given, sent
@@ -308,13 +316,7 @@ def _true_copies(ckpt, files, batch) -> dict[int, int]:
 
 
 def _given_copies(run, batches) -> tuple[dict[int, dict[int, int]], float]:
-    answer, sent = _answer(run, "lab03-copy-answer")
-    if not isinstance(answer.get("copied"), dict):
-        raise CheckFailed("no restart_copy results: run part D's cells once")
-    try:
-        given = {int(b): {int(p): int(n) for p, n in copies.items()} for b, copies in answer["copied"].items()}
-    except (TypeError, ValueError, AttributeError):
-        raise CheckFailed("restart_copy must return {partition: bytes}") from None
+    given, sent = _given_per_partition(run, "lab03-copy-answer", "copied", "D", "restart_copy", "bytes")
     if sorted(given) != batches:
         raise CheckFailed(f"expected restart_copy's answer for each committed batch {batches}")
     return given, sent
