@@ -172,6 +172,35 @@ for name, attempt in [("LIST", lambda: admin.list_consumer_groups()),
         print(name, "DID", attempt())
     except Exception as err:
         print(name, "refused", type(err).__name__)
+
+
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+prefix = os.environ["STREAMLAB_TOPIC_PREFIX"]
+for name, attempt in [  # a new client each time: the door closes the connection of a refused request
+        ("CREATE", lambda admin: admin.create_topics([NewTopic(prefix + "seg", 1, 1,
+                                                                 topic_configs={"segment.ms": "1"})])),
+        ("PLAIN", lambda admin: admin.create_topics([NewTopic(prefix + "plain", 1, 1)])),
+        ("ALTER", lambda admin: admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, prefix + "plain",
+                                                                    configs={"segment.ms": "1"})]).resources)]:
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=5000)
+        print(name, "DID", attempt(admin))
+    except Exception as err:
+        print(name, "refused", type(err).__name__)
+
+
+made = 0
+for i in range(100):
+    try:
+        producer = KafkaProducer(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], max_block_ms=5000,
+                                 transactional_id=f"{os.environ['STREAMLAB_TOPIC_PREFIX']}tx-{i}")
+        producer.init_transactions()
+        made += 1
+        producer.close(timeout=1)
+    except Exception as err:
+        print("REFUSED at", i, type(err).__name__)
+        break
+print("TXIDS", made)
 ''',
     "h_deep": '''
 import os
@@ -218,35 +247,6 @@ for size in (16 * 2**20, 2 * 2**20 - 100):
         thread.join(60)
 os._exit(0)  # its own lab would wait minutes for its Kafka: ended here, its row is crashed (0 points)
 ''',
-    "f_tenancy_configs": '''
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
-prefix = os.environ["STREAMLAB_TOPIC_PREFIX"]
-for name, attempt in [  # a new client each time: the door closes the connection of a refused request
-        ("CREATE", lambda admin: admin.create_topics([NewTopic(prefix + "seg", 1, 1,
-                                                                 topic_configs={"segment.ms": "1"})])),
-        ("PLAIN", lambda admin: admin.create_topics([NewTopic(prefix + "plain", 1, 1)])),
-        ("ALTER", lambda admin: admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, prefix + "plain",
-                                                                    configs={"segment.ms": "1"})]).resources)]:
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], request_timeout_ms=5000)
-        print(name, "DID", attempt(admin))
-    except Exception as err:
-        print(name, "refused", type(err).__name__)
-''',
-    "f_tenancy_txids": '''
-made = 0
-for i in range(100):
-    try:
-        producer = KafkaProducer(bootstrap_servers=os.environ["KAFKA_BOOTSTRAP_SERVERS"], max_block_ms=5000,
-                                 transactional_id=f"{os.environ['STREAMLAB_TOPIC_PREFIX']}tx-{i}")
-        producer.init_transactions()
-        made += 1
-        producer.close(timeout=1)
-    except Exception as err:
-        print("REFUSED at", i, type(err).__name__)
-        break
-print("TXIDS", made)
-''',
     "m_bytes": '''
 import os
 from kafka import KafkaProducer
@@ -286,9 +286,6 @@ get_ipython().events.register("pre_run_cell", keep)
 ''',
 }
 
-
-# One kernel for the three attacks on the broker's tenancy (a kernel of lab 01 costs ~16 s): each prints its own words
-ATTACKS["f_tenancy"] += "\n" + ATTACKS.pop("f_tenancy_configs") + "\n" + ATTACKS.pop("f_tenancy_txids")
 
 ON_REFERENCE = {"p_words"}  # attacks on the reference answers (the others on the blank lab)
 
