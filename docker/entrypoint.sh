@@ -5,6 +5,10 @@
 #   spark-worker  standalone Spark worker registering with $SPARK_MASTER
 #   kafka         the course's Kafka broker in the foreground (`streamlab kafka serve`: the native broker's
 #                 jars and settings, its network from the STREAMLAB_KAFKA_* variables)
+#   classroom-student
+#                 a student's server in the classroom (`streamlab classroom up`): the lessons copied into the
+#                 student's volume once, the Kafka door as the student (streamlab/classroom/student.py), then
+#                 JupyterHub's single-user server with the arguments the hub gives
 #   anything else is executed as given, e.g. `streamlab grade ...` or `bash`.
 set -euo pipefail
 
@@ -52,6 +56,19 @@ case "${role}" in
             --ServerApp.allow_remote_access=False \
             --LabApp.default_url="/lab/tree/notebooks/00_setup.ipynb" \
             "$@"
+        ;;
+    classroom-student)
+        work="${HOME}/work"
+        mkdir -p "${work}/notebooks" "${work}/labs"
+        cp -rn "${course_dir}/notebooks/." "${work}/notebooks/" 2>/dev/null || true
+        chmod -R u+w "${work}/notebooks" 2>/dev/null || true
+        python -m streamlab classroom door &
+        if [ -z "${STREAMLAB_INSTRUCTOR:-}" ]; then
+            learner_config="$(python -c 'from streamlab.stack import jupyter; print(jupyter.LEARNER_CONFIG)')"
+            export JUPYTER_CONFIG_PATH="${learner_config}${JUPYTER_CONFIG_PATH:+:${JUPYTER_CONFIG_PATH}}"
+        fi
+        cd "${work}"
+        exec jupyterhub-singleuser "$@"
         ;;
     kafka)
         exec streamlab kafka serve "$@"

@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from .classroom.cli import add_classroom_commands
 from .grading import add_grade_command
 from .grading.cli import parse_grade_tool
 from .grading.sandbox.box import unavailable_reason
@@ -257,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     site.set_defaults(func=cmd_site)
 
     add_grade_command(sub)
+    add_classroom_commands(sub)
     return parser
 
 

@@ -67,6 +67,7 @@ PRODUCE_BYTES_PER_S = 20 * 2**20  # each principal's produce quota: far above wh
 OPERATIONS = {"TOPIC": ("READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS"),
               "GROUP": ("READ", "DESCRIBE", "DELETE"),
               "TRANSACTIONAL_ID": ("WRITE", "DESCRIBE")}
+READ_ALL = {"TOPIC": ("READ", "DESCRIBE", "DESCRIBE_CONFIGS"), "GROUP": ("READ", "DESCRIBE")}  # a teacher's
 
 
 class AlterUserScramCredentialsResponse_v0(Response):
@@ -181,9 +182,9 @@ class Principal:
     """One slot's Kafka principal: ``User:<name>``, allowed its current student's topics only."""
 
     def __init__(self, servers: str, name: str | None = None):
-        self.servers = servers  # a PLAINTEXT address: the grader, as ANONYMOUS, administers
+        self.servers = servers  # a PLAINTEXT address: the grader (or the classroom's broker itself) administers
         self.name = name or f"sandbox-{secrets.token_hex(6)}"
-        self.password = secrets.token_urlsafe(24)
+        self.password = secrets.token_urlsafe(24)  # new each time: a principal made again gets a new one
         self.prefix: str | None = None
         _alter_scram(servers, upsert=(self.name, self.password))
         _set_produce_quota(servers, self.name, PRODUCE_BYTES_PER_S)  # a flood is slowed by the broker
@@ -194,7 +195,13 @@ class Principal:
         self._replace_acls(prefix)
         self.prefix = prefix
 
-    def _replace_acls(self, prefix: str | None) -> None:
+    def allow_reading_all(self) -> None:
+        """From now on this principal may read and describe every topic and consumer group (a teacher's), and
+        change nothing but what starts with its own name (``allow_only``'s grants on ``<name>-``)."""
+        self._replace_acls(f"{self.name}-", read_all=True)
+        self.prefix = f"{self.name}-"
+
+    def _replace_acls(self, prefix: str | None, read_all: bool = False) -> None:
         from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
         from kafka.admin.acl_resource import ACLResourcePatternType, ResourcePatternFilter
 
@@ -204,6 +211,10 @@ class Principal:
         grants = [] if prefix is None else [(ResourceType.TOPIC, prefix, ACLResourcePatternType.PREFIXED),
                                             (ResourceType.GROUP, prefix, ACLResourcePatternType.PREFIXED),
                                             (ResourceType.TRANSACTIONAL_ID, prefix, ACLResourcePatternType.PREFIXED)]
+        operations = {kind.name: OPERATIONS[kind.name] for kind, _, _ in grants}
+        if read_all:  # Kafka's wildcard: the literal name "*" stands for every topic (or group)
+            grants += [(ResourceType.TOPIC, "*", ACLResourcePatternType.LITERAL),
+                       (ResourceType.GROUP, "*", ACLResourcePatternType.LITERAL)]
         admin = _admin(self.servers)
         try:
             admin.delete_acls([mine])
@@ -212,7 +223,9 @@ class Principal:
                                                 operation=getattr(ACLOperation, operation),
                                                 permission_type=ACLPermissionType.ALLOW,
                                                 resource_pattern=ResourcePattern(kind, name, pattern))
-                                            for kind, name, pattern in grants for operation in OPERATIONS[kind.name]])
+                                            for kind, name, pattern in grants
+                                            for operation in (READ_ALL[kind.name] if name == "*"
+                                                              else operations[kind.name])])
                 if result.get("failed"):
                     raise RuntimeError(f"Kafka refused the ACLs for {self.name}: {result['failed']}")
             # The broker applies ACLs from its metadata log, a moment after the controller took them:
@@ -242,46 +255,52 @@ class Principal:
         The SASL/SCRAM login (KIP-152: a handshake, then the SCRAM exchange in SaslAuthenticate requests) is
         made with kafka-python's public protocol classes on a socket of our own; after it, the socket carries
         the client's requests unchanged (each with its own correlation ids)."""
-        from kafka.protocol.parser import KafkaProtocol
-        from kafka.protocol.sasl_authenticate import SaslAuthenticateRequest_v0
-        from kafka.protocol.sasl_handshake import SaslHandshakeRequest_v1
-        from kafka.sasl.scram import ScramClient
+        return login(sandbox_servers, self.name, self.password, timeout_s)
 
-        host, port = sandbox_servers.split(",")[0].rsplit(":", 1)
-        where = f"Kafka's {SANDBOX_LISTENER} listener at {sandbox_servers}"
-        sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-        protocol = KafkaProtocol(client_id="streamlab-door")
 
-        def call(request):
-            protocol.send_request(request)
-            sock.sendall(protocol.send_bytes())
-            while True:
-                data = sock.recv(65536)
-                if not data:
-                    raise OSError(f"{where} closed the connection during the login")
-                responses = protocol.receive_bytes(data)
-                if responses:
-                    return responses[0][1]
+def login(sandbox_servers: str, name: str, password: str, timeout_s: float = 10) -> socket.socket:
+    """A socket to the SANDBOX listener at ``sandbox_servers``, authenticated as ``User:<name>`` with SCRAM (a
+    handshake, then the SCRAM exchange in SaslAuthenticate requests: KIP-152), ready for a client's requests."""
+    from kafka.protocol.parser import KafkaProtocol
+    from kafka.protocol.sasl_authenticate import SaslAuthenticateRequest_v0
+    from kafka.protocol.sasl_handshake import SaslHandshakeRequest_v1
+    from kafka.sasl.scram import ScramClient
 
-        try:
-            handshake = call(SaslHandshakeRequest_v1(mechanism=MECHANISM))
-            if handshake.error_code:
-                raise OSError(f"{where} does not take {MECHANISM} (error {handshake.error_code})")
-            scram = ScramClient(self.name, self.password, MECHANISM)
+    host, port = sandbox_servers.split(",")[0].rsplit(":", 1)
+    where = f"Kafka's {SANDBOX_LISTENER} listener at {sandbox_servers}"
+    sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+    protocol = KafkaProtocol(client_id="streamlab-door")
 
-            def authenticate(message: bytes) -> bytes:
-                answer = call(SaslAuthenticateRequest_v0(auth_bytes=message))
-                if answer.error_code:
-                    raise OSError(f"could not authenticate to {where}: {answer.error_message}")
-                return answer.auth_bytes
+    def call(request):
+        protocol.send_request(request)
+        sock.sendall(protocol.send_bytes())
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                raise OSError(f"{where} closed the connection during the login")
+            responses = protocol.receive_bytes(data)
+            if responses:
+                return responses[0][1]
 
-            scram.process_server_first_message(authenticate(scram.first_message()))
-            scram.process_server_final_message(authenticate(scram.final_message()))
-        except BaseException:
-            sock.close()
-            raise
-        sock.settimeout(None)
-        return sock
+    try:
+        handshake = call(SaslHandshakeRequest_v1(mechanism=MECHANISM))
+        if handshake.error_code:
+            raise OSError(f"{where} does not take {MECHANISM} (error {handshake.error_code})")
+        scram = ScramClient(name, password, MECHANISM)
+
+        def authenticate(message: bytes) -> bytes:
+            answer = call(SaslAuthenticateRequest_v0(auth_bytes=message))
+            if answer.error_code:
+                raise OSError(f"could not authenticate to {where}: {answer.error_message}")
+            return answer.auth_bytes
+
+        scram.process_server_first_message(authenticate(scram.first_message()))
+        scram.process_server_final_message(authenticate(scram.final_message()))
+    except BaseException:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return sock
 
 
 def sandbox_servers(bootstrap: str) -> str | None:

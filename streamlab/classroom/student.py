@@ -1,0 +1,84 @@
+"""What runs in a student's container: the Kafka door, and ``streamlab submit``.
+
+The door listens on ``127.0.0.1:19094`` (``CLASS_PORT``), the address the class's broker advertises for its SASL
+listener, so every Kafka client in the container, told ``KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:19094``, comes back to
+it for every broker it is told about. Each connection is logged in as the student (``tenancy.login``, the grader's
+own SCRAM login) to the broker at ``STREAMLAB_CLASSROOM_BROKER`` and then joined both ways, unchanged: the lessons
+need no Kafka option of their own.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..grading.sandbox.boot import close_both, pump
+from ..grading.sandbox.tenancy import login
+from . import CLASS_PORT
+
+WORK = Path(os.environ.get("STREAMLAB_CLASSROOM_WORK", str(Path.home() / "work")))
+DOOR_CONNECTIONS = 64  # open at once (a lesson's Spark query and clients use about 10)
+
+
+def serve_door(broker: str, user: str, password: str, *, port: int = CLASS_PORT, ready=None) -> None:
+    """Join each connection to ``127.0.0.1:port`` to one logged in to ``broker`` as ``user``; forever."""
+    server = socket.create_server(("127.0.0.1", port), reuse_port=False)
+    server.listen(64)
+    slots = threading.BoundedSemaphore(DOOR_CONNECTIONS)
+    if ready is not None:
+        ready()
+
+    def join(inner: socket.socket) -> None:
+        try:
+            outer = login(broker, user, password)
+        except Exception as err:  # noqa: BLE001 - the client sees a closed connection and retries
+            print(f"kafka door: could not log in to the class's Kafka at {broker} as {user}: {err}", file=sys.stderr)
+            inner.close()
+            slots.release()
+            return
+        back = threading.Thread(target=pump, args=(outer, inner), daemon=True)
+        back.start()
+        pump(inner, outer)
+        back.join()
+        close_both(inner, outer)
+        slots.release()
+
+    while True:
+        inner, _ = server.accept()
+        if not slots.acquire(blocking=False):
+            inner.close()
+            continue
+        threading.Thread(target=join, args=(inner,), daemon=True).start()
+
+
+def door_main() -> int:
+    """``streamlab classroom door``: the door with the credentials the hub put in this container's environment."""
+    missing = [v for v in ("STREAMLAB_CLASSROOM_BROKER", "STREAMLAB_KAFKA_USER", "STREAMLAB_KAFKA_PASSWORD")
+               if not os.environ.get(v)]
+    if missing:
+        print(f"the Kafka door needs {', '.join(missing)}: it runs in a classroom's student container, "
+              f"started by the hub", file=sys.stderr)
+        return 2
+    serve_door(os.environ["STREAMLAB_CLASSROOM_BROKER"], os.environ["STREAMLAB_KAFKA_USER"],
+               os.environ["STREAMLAB_KAFKA_PASSWORD"])
+    return 0
+
+
+def submit(lab: str, *, work: Path = WORK) -> Path:
+    """Hand in ``work/labs/LAB/LAB.ipynb``: a copy in ``work/submitted/LAB/`` with the time, which the teacher's
+    ``streamlab classroom collect LAB`` takes. Submitting again replaces it."""
+    source = work / "labs" / lab / f"{lab}.ipynb"
+    if not source.is_file():
+        handed = sorted(p.name for p in (work / "labs").glob("*")) if (work / "labs").is_dir() else []
+        raise FileNotFoundError(f"there is no {source.relative_to(work)} to submit"
+                                + (f"; the labs handed out to you: {', '.join(handed)}" if handed
+                                   else "; no lab has been handed out to you yet"))
+    target = work / "submitted" / lab
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target / f"{lab}.ipynb")
+    (target / "timestamp.txt").write_text(datetime.now(UTC).isoformat(timespec="seconds") + "\n")
+    return target / f"{lab}.ipynb"

@@ -1,0 +1,126 @@
+"""The classroom's parts that need no Docker (the class itself runs in the docker tier, tests/docker/test_classroom.py):
+the roster, `up`'s refusals, `streamlab submit`, a student's and a teacher's principal, and the Kafka door's
+login as the student on the course's native broker."""
+from __future__ import annotations
+
+import secrets
+import socket
+import threading
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.parser import KafkaProtocol
+
+from streamlab.classroom import admit, hub, student
+from streamlab.grading.sandbox.tenancy import Principal, sandbox_servers
+
+
+def test_a_roster_names_each_student_once_in_names_kafka_and_docker_take(tmp_path):
+    roster = tmp_path / "students.txt"
+    roster.write_text("alice\n# a comment\n\nbob  # and one here\n")
+    assert hub.read_roster(roster) == ["alice", "bob"]
+    roster.write_text("alice\nBob.Smith\n")
+    with pytest.raises(hub.ClassroomError, match="'Bob.Smith'"):
+        hub.read_roster(roster)
+    roster.write_text("alice\nalice\n")
+    with pytest.raises(hub.ClassroomError, match="twice"):
+        hub.read_roster(roster)
+
+
+def test_up_names_a_busy_port_before_starting_anything(tmp_path):
+    roster = tmp_path / "students.txt"
+    roster.write_text("alice\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        port = busy.getsockname()[1]
+        with pytest.raises(hub.ClassroomError, match=f"port {port} .*--port"):
+            hub.up(roster, ip="127.0.0.1", port=port, directory=tmp_path / "state", say=lambda _: None)
+    assert not (tmp_path / "state").exists(), "nothing was made"
+
+
+def test_submit_copies_the_lab_with_its_time_and_says_what_was_handed_out(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no lab has been handed out to you yet"):
+        student.submit("lab01", work=tmp_path)
+    (tmp_path / "labs" / "lab02").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="handed out to you: lab02"):
+        student.submit("lab01", work=tmp_path)
+    (tmp_path / "labs" / "lab01").mkdir()
+    (tmp_path / "labs" / "lab01" / "lab01.ipynb").write_text('{"cells": []}')
+    copy = student.submit("lab01", work=tmp_path)
+    assert copy == tmp_path / "submitted" / "lab01" / "lab01.ipynb" and copy.read_text() == '{"cells": []}'
+    assert (copy.parent / "timestamp.txt").read_text().startswith("20")
+
+
+def topic_with_records(servers: str, name: str) -> str:
+    """Topic ``name`` with 3 records, made by the administrator (ANONYMOUS, on the PLAINTEXT listener)."""
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    admin.create_topics([NewTopic(name, 1, 1)])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=servers)
+    for i in range(3):
+        producer.send(name, f"record {i}".encode())
+    producer.close()
+    return name
+
+
+@pytest.fixture
+def listener(kafka_bootstrap):
+    servers = sandbox_servers(kafka_bootstrap)
+    if servers is None:
+        pytest.skip(f"the Kafka at {kafka_bootstrap} has no SANDBOX listener (the course's native broker has one)")
+    return servers
+
+
+def _metadata_through(port: int) -> list[str]:
+    """The topics a Metadata request for all topics answers through the door on ``port``."""
+    protocol = KafkaProtocol(client_id="test")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        protocol.send_request(MetadataRequest[1](topics=None))
+        sock.sendall(protocol.send_bytes())
+        while True:
+            responses = protocol.receive_bytes(sock.recv(65536))
+            if responses:
+                return sorted(topic[1] for topic in responses[0][1].topics)
+
+
+def test_the_door_logs_in_as_the_student_who_sees_only_their_own_topics(kafka_bootstrap, listener):
+    name = f"s{secrets.token_hex(4)}"
+    mine = topic_with_records(kafka_bootstrap, f"{name}-events")
+    theirs = topic_with_records(kafka_bootstrap, f"other{secrets.token_hex(3)}-events")
+    made = admit.admit(name, servers=kafka_bootstrap)
+    try:
+        assert made["user"] == name and made["prefix"] == f"{name}-" and len(made["password"]) > 20
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        ready = threading.Event()
+        threading.Thread(target=student.serve_door, args=(listener, name, made["password"]),
+                         kwargs={"port": port, "ready": ready.set}, daemon=True).start()
+        assert ready.wait(10)
+        assert _metadata_through(port) == [mine], "the student's principal describes its own topics only"
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+        assert {mine, theirs} <= set(admin.list_topics()), "the administrator sees both"
+        admin.delete_topics([mine, theirs])
+        admin.close()
+    finally:
+        Principal(kafka_bootstrap, name=name).remove()
+
+
+def test_a_teachers_principal_reads_every_topic(kafka_bootstrap, listener):
+    name = f"t{secrets.token_hex(4)}"
+    theirs = topic_with_records(kafka_bootstrap, f"other{secrets.token_hex(3)}-events")
+    made = admit.admit(name, teacher=True, servers=kafka_bootstrap)
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=listener, security_protocol="SASL_PLAINTEXT",
+                                 sasl_mechanism="SCRAM-SHA-256", sasl_plain_username=name,
+                                 sasl_plain_password=made["password"], consumer_timeout_ms=5000)
+        consumer.assign([TopicPartition(theirs, 0)])
+        consumer.seek_to_beginning()
+        assert len(list(consumer)) == 3, "a teacher reads a student's topic"
+        consumer.close()
+        assert made["prefix"] == f"{name}-", "and writes only its own"
+    finally:
+        Principal(kafka_bootstrap, name=name).remove()
+        KafkaAdminClient(bootstrap_servers=kafka_bootstrap).delete_topics([theirs])
