@@ -336,6 +336,8 @@ class ServerKernel:
         printed, status, idle = [], None, False
         while status is None or not idle:
             message = json.loads(self.ws.recv())
+            if message["msg_type"] == "status" and message["content"]["execution_state"] in ("dead", "restarting"):
+                return "died", "".join(printed) + "\nthe kernel died (its memory limit, or it was stopped)"
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind = message["msg_type"]

@@ -11,6 +11,7 @@ In order (one classroom for the module, on free ports of 127.0.0.1):
     with ``streamlab submit``; collected, graded by ``streamlab grade`` (sandboxed), the feedback returned;
   * mallory, from her own kernel, tries to list, read, delete and fence alice's topics, groups and transactional
     ids, the broker's other listeners and alice's server: each is refused, and alice's topics are unchanged;
+  * a server killed, a broker restarted, a notebook over its memory limit: no student's work is lost;
   * ``down`` leaves no container, network or volume of the class.
 
 Run alone with:  python -m pytest -p no:xdist -m docker tests/docker/test_classroom.py
@@ -282,6 +283,23 @@ def test_a_broker_restart_keeps_every_students_topics_and_login(classroom):
     assert {topic for topic, _, _ in before} < listed, "her topics, and a new one, as alice, after the restart"
     after = {tuple(row) for row in json.loads(_kafka(END_OFFSETS))}
     assert {tuple(row) for row in before} <= after, "every record of hers is still there"
+
+
+def test_a_notebook_over_the_memory_limit_loses_its_kernel_not_the_server(classroom):
+    the_hub = classroom["hub"]
+    kernel = the_hub.kernel("mallory", f"labs/{LAB}/{LAB}.ipynb")
+    try:  # 3.5 GB, every page touched, in a 3 GB container: the kernel is the process the kernel's OOM killer stops
+        status, printed = kernel.run("hog = bytearray(int(3.5 * 2**30))\nhog[::4096] = b'1' * len(hog[::4096])")
+    finally:
+        kernel.close()
+    assert status == "died", printed
+    assert "mallory" in the_hub.running(), "her server stays"
+    kernel = the_hub.kernel("mallory", f"labs/{LAB}/{LAB}.ipynb")
+    try:
+        assert kernel.run("print(6 * 7)") == ("ok", "42\n"), "a new kernel works"
+    finally:
+        kernel.close()
+    assert the_hub.contents("mallory", f"labs/{LAB}/{LAB}.ipynb")[0] == 200, "and her files are there"
 
 
 def test_down_leaves_nothing_running(classroom):
