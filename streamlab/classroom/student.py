@@ -3,8 +3,9 @@
 The door listens on ``127.0.0.1:19094`` (``CLASS_PORT``), the address the class's broker advertises for its SASL
 listener, so every Kafka client in the container, told ``KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:19094``, comes back to
 it for every broker it is told about. Each connection is logged in as the student (``tenancy.login``, the grader's
-own SCRAM login) to the broker at ``STREAMLAB_CLASSROOM_BROKER`` and then joined both ways, unchanged: the lessons
-need no Kafka option of their own.
+own SCRAM login) to the broker at ``STREAMLAB_CLASSROOM_BROKER`` and then joined both ways by the grader's own
+``KafkaDoor`` (requests pass unchanged, one frame at a time, each at most ``MAX_REQUEST_BYTES``; no topic budget,
+the principal's ACLs and quota bound the student): the lessons need no Kafka option of their own.
 """
 from __future__ import annotations
 
@@ -12,47 +13,23 @@ import os
 import shutil
 import socket
 import sys
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..grading.sandbox.boot import close_both, pump
+from ..grading.sandbox.door import KafkaDoor
 from ..grading.sandbox.tenancy import login
 from . import CLASS_PORT
 
 WORK = Path(os.environ.get("STREAMLAB_CLASSROOM_WORK", str(Path.home() / "work")))
-DOOR_CONNECTIONS = 64  # open at once (a lesson's Spark query and clients use about 10)
 
 
 def serve_door(broker: str, user: str, password: str, *, port: int = CLASS_PORT, ready=None) -> None:
-    """Join each connection to ``127.0.0.1:port`` to one logged in to ``broker`` as ``user``; forever."""
-    server = socket.create_server(("127.0.0.1", port), reuse_port=False)
-    server.listen(64)
-    slots = threading.BoundedSemaphore(DOOR_CONNECTIONS)
+    """Join each connection to ``127.0.0.1:port`` to one logged in to ``broker`` as ``user`` (the grader's
+    ``KafkaDoor``, on TCP, at most ``DOOR_CONNECTIONS`` at once); forever."""
+    door = KafkaDoor(None, lambda: login(broker, user, password), server=socket.create_server(("127.0.0.1", port)))
     if ready is not None:
         ready()
-
-    def join(inner: socket.socket) -> None:
-        try:
-            outer = login(broker, user, password)
-        except Exception as err:  # noqa: BLE001 - the client sees a closed connection and retries
-            print(f"kafka door: could not log in to the class's Kafka at {broker} as {user}: {err}", file=sys.stderr)
-            inner.close()
-            slots.release()
-            return
-        back = threading.Thread(target=pump, args=(outer, inner), daemon=True)
-        back.start()
-        pump(inner, outer)
-        back.join()
-        close_both(inner, outer)
-        slots.release()
-
-    while True:
-        inner, _ = server.accept()
-        if not slots.acquire(blocking=False):
-            inner.close()
-            continue
-        threading.Thread(target=join, args=(inner,), daemon=True).start()
+    door.wait()
 
 
 def door_main() -> int:

@@ -26,9 +26,11 @@ class KafkaDoor:
     one more is closed at once, and counted in ``refused``.
     """
 
-    def __init__(self, path: Path, open_outer, *, max_connections: int = DOOR_CONNECTIONS,
-                 budget: KafkaBudget | None = None):
-        self.path = Path(path)
+    def __init__(self, path: Path | None, open_outer, *, max_connections: int = DOOR_CONNECTIONS,
+                 budget: KafkaBudget | None = None, server: socket.socket | None = None):
+        """``path``: the socket file to make; or ``server``, a socket already bound (a classroom student's door
+        listens on TCP, ``streamlab.classroom.student``)."""
+        self.path = Path(path) if path is not None else None
         self.open_outer = open_outer
         self.max_connections = max_connections
         self.budget = budget  # what the sandbox may ask of the broker (see ``kafka_requests``)
@@ -37,9 +39,11 @@ class KafkaDoor:
         self.peak = 0       # the most joined at once
         self.refused = 0    # connections closed because ``max_connections`` were open
         self._lock = threading.Lock()
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(str(self.path))
-        os.chmod(self.path, 0o777)  # the sandbox's user connects to it
+        if server is None:
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(self.path))
+            os.chmod(self.path, 0o777)  # the sandbox's user connects to it
+        self.server = server
         self.server.listen(64)
         self._closed = False
         self._thread = threading.Thread(target=self._accept, daemon=True, name="kafka-door")
@@ -99,6 +103,10 @@ class KafkaDoor:
         finally:
             close_both(inner, outer)
 
+    def wait(self) -> None:
+        """Until the door is closed (a classroom student's door is open as long as their server)."""
+        self._thread.join()
+
     def close(self) -> None:
         self._closed = True
         try:
@@ -106,4 +114,5 @@ class KafkaDoor:
         except OSError:
             pass
         self.server.close()
-        self.path.unlink(missing_ok=True)
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
