@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -69,16 +68,6 @@ class Sampler(threading.Thread):
               f"mean {sum(cpu) / len(cpu) / 100:.2f} cores, peak {max(cpu) / 100:.2f} ({len(self.samples)} samples)")
 
 
-def _free_port() -> int:
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if all(hub._port_free("127.0.0.1", port + k) for k in range(3)):
-            return port
-    raise RuntimeError("no three free ports in a row")
-
-
 def _at_once(students: list[str], work) -> dict[str, str]:
     results = {}
     threads = [threading.Thread(target=lambda n=n: results.__setitem__(n, work(n))) for n in students]
@@ -120,7 +109,7 @@ def main() -> int:
         roster.write_text("".join(f"{n}\n" for n in students))
         try:
             started = time.monotonic()
-            hub.up(roster, ip="127.0.0.1", port=_free_port(), directory=directory, say=lambda _: None)
+            hub.up(roster, ip="127.0.0.1", port=hub.free_port(), directory=directory, say=lambda _: None)
             print(f"{args.students} students on {os.cpu_count()} cores; the hub answered "
                   f"{time.monotonic() - started:.1f} s after `up`")
             the_hub = hub.Hub(directory)

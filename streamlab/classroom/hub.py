@@ -105,6 +105,17 @@ def _port_free(ip: str, port: int) -> bool:
             return False
 
 
+def free_port(ip: str = "127.0.0.1") -> int:
+    """A PORT on ``ip`` with PORT+1 and PORT+2 free too: the three ports a classroom uses (``up``)."""
+    for _ in range(50):
+        with socket.socket() as sock:
+            sock.bind((ip, 0))
+            port = sock.getsockname()[1]
+        if all(_port_free(ip, port + k) for k in range(3)):
+            return port
+    raise ClassroomError("no three free ports in a row")
+
+
 def _network_gateway() -> str:
     if _docker("network", "inspect", NETWORK, check=False).returncode:
         _docker("network", "create", "--label", "streamlab.classroom=network", NETWORK)
@@ -181,10 +192,8 @@ def up(roster: Path, *, teacher: str = "teacher", ip: str = "0.0.0.0", port: int
                    "STREAMLAB_CLASSROOM_TEACHER": teacher, "STREAMLAB_CLASSROOM_IP": ip,
                    "STREAMLAB_CLASSROOM_PORT": str(port), "STREAMLAB_CLASSROOM_HUB_IP": gateway,
                    "STREAMLAB_CLASSROOM_TOKEN": token, "STREAMLAB_CLASSROOM_IMAGE": image,
-                   "STREAMLAB_CLASSROOM_NETWORK": NETWORK, "STREAMLAB_CLASSROOM_MEMORY": memory,
-                   "STREAMLAB_CLASSROOM_CPUS": str(cpus), "STREAMLAB_CLASSROOM_COURSE": str(project_root()),
-                   "STREAMLAB_CLASSROOM_KAFKA": KAFKA_CONTAINER, "STREAMLAB_CLASSROOM_KAFKA_ALIAS": KAFKA_ALIAS,
-                   "STREAMLAB_CLASSROOM_CLASS_PORT": str(CLASS_PORT)}
+                   "STREAMLAB_CLASSROOM_MEMORY": memory, "STREAMLAB_CLASSROOM_CPUS": str(cpus),
+                   "STREAMLAB_CLASSROOM_COURSE": str(project_root())}
     hub = shutil.which("jupyterhub", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     if not hub:
         raise ClassroomError("JupyterHub is not installed here: pip install -r requirements.txt")

@@ -1,8 +1,10 @@
-# The classroom's JupyterHub, as `streamlab classroom up` starts it (`jupyterhub -f` this file). Everything
-# that varies comes from the STREAMLAB_CLASSROOM_* variables that `streamlab.classroom.hub` sets; see its doc.
+# The classroom's JupyterHub, as `streamlab classroom up` starts it (`jupyterhub -f` this file). The class's fixed
+# names come from `streamlab.classroom`; what `up` was given, from the STREAMLAB_CLASSROOM_* variables it sets.
 import asyncio
 import json
 import os
+
+from streamlab.classroom import CLASS_PORT, KAFKA_ALIAS, KAFKA_CONTAINER, NETWORK
 
 c = get_config()  # noqa: F821 - JupyterHub's loader defines it
 env = os.environ.get
@@ -36,7 +38,7 @@ c.JupyterHub.load_roles = [{"name": "streamlab-classroom", "services": ["streaml
 # each student's server: the course image in a container of its own, with limits, on the class's network
 c.JupyterHub.spawner_class = "dockerspawner.DockerSpawner"
 c.DockerSpawner.image = env("STREAMLAB_CLASSROOM_IMAGE")
-c.DockerSpawner.network_name = env("STREAMLAB_CLASSROOM_NETWORK")
+c.DockerSpawner.network_name = NETWORK
 c.DockerSpawner.use_internal_ip = True
 c.DockerSpawner.prefix = "streamlab-classroom"
 c.DockerSpawner.name_template = "{prefix}-{username}"
@@ -60,7 +62,7 @@ c.Spawner.poll_interval = 15  # how soon the hub sees a server that died (Jupyte
 async def admit(spawner):
     """Before a server starts: its user's Kafka principal (a new password each start), into its environment."""
     name = spawner.user.name
-    command = ["docker", "exec", env("STREAMLAB_CLASSROOM_KAFKA"), "python", "-m", "streamlab.classroom.admit", name]
+    command = ["docker", "exec", KAFKA_CONTAINER, "python", "-m", "streamlab.classroom.admit", name]
     if name == teacher:
         command.append("--teacher")
     proc = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE,
@@ -70,9 +72,8 @@ async def admit(spawner):
         raise RuntimeError(err.decode(errors="replace").strip() or f"admit exited {proc.returncode}")
     principal = json.loads(out)
     spawner.environment.update({
-        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{env('STREAMLAB_CLASSROOM_CLASS_PORT')}",
-        "STREAMLAB_CLASSROOM_BROKER":
-            f"{env('STREAMLAB_CLASSROOM_KAFKA_ALIAS')}:{env('STREAMLAB_CLASSROOM_CLASS_PORT')}",
+        "KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{CLASS_PORT}",  # the door (streamlab/classroom/student.py)
+        "STREAMLAB_CLASSROOM_BROKER": f"{KAFKA_ALIAS}:{CLASS_PORT}",
         "STREAMLAB_KAFKA_USER": principal["user"],
         "STREAMLAB_KAFKA_PASSWORD": principal["password"],
         "STREAMLAB_TOPIC_PREFIX": principal["prefix"],

@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -41,16 +40,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
 ROOT = Path(__file__).resolve().parents[2]
 LAB = "lab01_stateless_vs_stateful"
 STUDENTS = ("alice", "bob", "mallory")
-
-
-def _free_ports() -> int:
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if all(hub._port_free("127.0.0.1", port + k) for k in range(3)):
-            return port
-    raise RuntimeError("no three free ports in a row")
 
 
 def _kafka(code: str) -> str:
@@ -80,7 +69,7 @@ def classroom(images, tmp_path_factory):  # noqa: F811 - the fixture imported ab
     said = []
     try:
         started = time.monotonic()
-        hub.up(roster, ip="127.0.0.1", port=_free_ports(), directory=directory / "state", say=said.append)
+        hub.up(roster, ip="127.0.0.1", port=hub.free_port(), directory=directory / "state", say=said.append)
         print(f"\nthe classroom's hub answered {time.monotonic() - started:.0f} s after `up`")
         yield {"dir": directory / "state", "roster": roster, "said": said, "hub": hub.Hub(directory / "state"),
                "work": directory}
