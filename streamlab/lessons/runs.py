@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,11 @@ def run_to_end(frame, *, output_mode: str = "append", checkpoint=None, timeout_s
         def sink(batch_df, batch_id):
             batch_df.persist()  # computed once, used by both (see BatchCollector)
             try:
-                foreach_batch(batch_df, batch_id)
+                try:
+                    foreach_batch(batch_df, batch_id)
+                except BaseException as error:  # the learner's function: its traceback is theirs (lessons.mistakes)
+                    collect.error = error
+                    raise
                 collect(batch_df, batch_id)
             finally:
                 batch_df.unpersist()
@@ -95,20 +100,43 @@ def run_to_end(frame, *, output_mode: str = "append", checkpoint=None, timeout_s
         writer = writer.queryName(query_name)
     for key, value in options.items():
         writer = writer.option(key, value)
-    query = writer.start()
-    view = None
-    if watch or watch_key is not None:
-        view = watch_query(query, checkpoint, key=watch_key, output_rows=collect.rows_in)
-    try:
-        finished = query.awaitTermination(timeout_s)
-        if not finished:
-            raise TimeoutError(f"the query did not finish within {timeout_s:g} s "
-                               f"(it was stopped; its output so far is incomplete)")
-    finally:
-        query.stop()
-        if view is not None:
-            view.wait()
+    deadline = time.monotonic() + timeout_s
+    for attempt in range(1 + WORKER_START_RETRIES):
+        query = writer.start()
+        view = None
+        if watch or watch_key is not None:
+            view = watch_query(query, checkpoint, key=watch_key, output_rows=collect.rows_in)
+        try:
+            finished = query.awaitTermination(max(1.0, deadline - time.monotonic()))
+            if not finished:
+                raise TimeoutError(f"the query did not finish within {timeout_s:g} s "
+                                   f"(it was stopped; its output so far is incomplete)")
+            break
+        except Exception as error:
+            if attempt < WORKER_START_RETRIES and checkpoint is not None and worker_did_not_start(error):
+                print(f"(Spark's Python worker did not start within the 10 s Spark gives it: a busy machine. "
+                      f"The query restarts from its checkpoint, attempt {attempt + 2}.)")
+                continue
+            error.streamlab_batch_error = collect.error  # for the learner's message (lessons.mistakes)
+            raise
+        finally:
+            query.stop()
+            if view is not None:
+                view.wait()
     return Run(collect.frame(), query.lastProgress, list(query.recentProgress), str(query.id), view)
+
+
+WORKER_START_RETRIES = 2
+"""How many times ``run_to_end`` restarts a query whose Python worker did not start in time (see
+``worker_did_not_start``)."""
+
+
+def worker_did_not_start(error) -> bool:
+    """The query failed because a Python worker Spark launched did not connect back within the 10 s Spark
+    allows (``PythonWorkerFactory``, not configurable): a machine too busy to start Python in time, never
+    the query's fault. It happens while the batch is planned (transformWithState's pre-init runner), before
+    any of it runs or is committed, so a restart from the checkpoint loses and repeats nothing."""
+    return "Python worker failed to connect back" in str(error)
 
 
 def catch_up(query, timeout_s: float = WAIT_S) -> None:

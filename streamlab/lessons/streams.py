@@ -61,8 +61,16 @@ class BatchCollector:
         self._rows: list[dict] = []
         self._lock = threading.Lock()
         self.copy_to_topic = copy_to_topic
+        self.error: BaseException | None = None  # what a batch raised here, with its Python traceback
 
     def __call__(self, batch_df, batch_id: int) -> None:
+        try:
+            self._collect(batch_df, batch_id)
+        except BaseException as error:  # kept for the learner's message (lessons.mistakes), then raised to Spark
+            self.error = error
+            raise
+
+    def _collect(self, batch_df, batch_id: int) -> None:
         if not self.copy_to_topic:
             rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
         else:
