@@ -14,6 +14,10 @@ The basics, which every lesson uses::
     ckpt.state_dict()                         # {path: count}, read from the state store
     sl.run_to_end(..., watch=True)            # the query's state drawn batch by batch (sl.watch)
     sl.doctor()                               # is everything the course needs here?
+    sl.explain(error)                         # a catalogued learner's mistake, in the course's words
+
+In a notebook, ``import streamlab`` also puts that paragraph before Spark's error whenever a cell fails with a
+catalogued mistake (``streamlab.lessons.mistakes``; the catalogue is docs/mistakes.md).
 
 Then each lesson's own helpers, under the lesson's number::
 
@@ -36,6 +40,7 @@ from .lessons import m05_offset_replay as m05
 from .lessons import m06_event_time as m06
 from .lessons import m07_upgrades as m07
 from .lessons import m08_state_in_flink_2 as m08
+from .lessons import mistakes as _mistakes
 from .lessons.checkpoint import Checkpoint, new_checkpoint
 from .lessons.events import (
     ACCESS_LOG_SCHEMA,
@@ -69,11 +74,15 @@ __all__ = [
     # seeded events
     "access_log", "article_requests", "offset_reports", "article_offset_reports", "timed_events",
     "ACCESS_LOG_SCHEMA", "OFFSET_REPORT_SCHEMA", "TIMED_EVENT_SCHEMA", "START",
-    # the environment
-    "doctor",
+    # the environment, and what went wrong
+    "doctor", "explain",
     # each lesson's own helpers
     "m02", "m03", "m04", "m05", "m06", "m07", "m08",
 ]
+
+
+explain = _mistakes.explain
+_mistakes.install()
 
 
 def doctor(*, with_spark: bool = True):

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..lessons.mistakes import learner_message
 from ..stack.kafka import bootstrap_servers
 from .labs import GradingError, labs_dir, nbgrader_config, solutions_dir
 from .outputs.results import CheckResult, Outcome, Status, WorkerReport
@@ -107,7 +108,11 @@ def _partial(earned: float, points: float) -> str:
 
 def error_line(output: dict) -> str:
     """An error output as the last line of its traceback: ``Type: message`` (an AssertionError's
-    message alone)."""
+    message alone); a catalogued mistake's paragraph instead, when the kernel put one first
+    (``streamlab.lessons.mistakes``)."""
+    said = learner_message(output.get("traceback") if isinstance(output.get("traceback"), list) else None)
+    if said:
+        return said
     ename, evalue = output.get("ename", "Error"), (output.get("evalue") or "").strip()
     evalue = evalue.splitlines()[0] if evalue else ""
     if ename == "AssertionError":

@@ -81,3 +81,16 @@ def test_status_page_explains_and_escapes():
     assert "stopped the Python kernel" in page
     assert set(STATUS_EXPLANATIONS) == set(Status) - {Status.GRADED}
     assert "Details" not in status_page(Result(student="a", status=Status.INVALID), "lab01")
+
+
+def test_a_catalogued_mistakes_paragraph_stays_first_in_a_test_cell():
+    """A test cell's traceback is reduced to its last line, after the course's paragraph about a catalogued mistake
+    (streamlab.lessons.mistakes): the feedback page still says it first."""
+    from streamlab.lessons import mistakes
+
+    said = "At cell In[4], line 1, you call a batch action on a streaming DataFrame. (More: docs/mistakes.md#x.)"
+    cell = _cell("events.show()", grade=True, grade_id="q2", points=1)
+    cell.outputs[0].traceback = [*mistakes.framed(said), "Traceback ...", "AnalysisException: Queries with ..."]
+    out = _preprocess(cell).cells[0].outputs[0].traceback
+    assert mistakes.learner_message(out) == said
+    assert out[-1] == "AssertionError: the hidden expectation" and len(out) == 2

@@ -52,6 +52,7 @@ import pytest
 
 from streamlab import grading
 from streamlab.grading.sandbox.isolation import TAG
+from streamlab.lessons import mistakes
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = grading.find_labs()
@@ -453,6 +454,22 @@ def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
 # The labs with a swollen.py. Parametrized by lab, so the test runs in its lab's group of tests (tests/conftest.py):
 # on the worker that grades that lab once for all of them, never a second time on another.
 SWOLLEN_LABS = [lab for lab in LABS if (SUBMISSIONS_DIR / lab / "swollen.py").exists()]
+
+
+def test_a_catalogued_mistake_is_explained_first_on_the_feedback_page(graded):
+    """partial.py's ``MISTAKE`` (lab 02: a handleExpiredTimer that returns nothing): its feedback page shows the
+    course's paragraph about it before Spark's error, which still follows."""
+    mistake = getattr(_variant(graded["lab"], "partial"), "MISTAKE", None)
+    assert mistake or graded["lab"] != "lab02_keyed_state", "lab02's partial makes a catalogued mistake"
+    if mistake is None:
+        return
+    page = (graded["out"] / "feedback" / "k_partial.html").read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<(style|script)\b.*?</\1>", "", page, flags=re.S)))
+    assert mistakes.HEADER in text, "no learner's paragraph on the feedback page"
+    assert f"docs/mistakes.md#{mistake.replace('_', '-')}" in text
+    assert text.index(mistakes.HEADER) < text.index("FOREACH_BATCH_USER_FUNCTION_ERROR"), \
+        "the learner's paragraph comes first, Spark's error after it"
+
 
 
 @pytest.mark.parametrize("lab", SWOLLEN_LABS)

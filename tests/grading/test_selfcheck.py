@@ -32,6 +32,7 @@ from streamlab.grading.selfcheck import (
     parts_of,
     run_selfcheck,
 )
+from streamlab.lessons import mistakes
 
 PASSED, FAILED, TIMED_OUT, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.TIMED_OUT, Outcome.NOT_RUN
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,6 +133,24 @@ def test_a_test_cell_gets_the_points_nbgrader_gave_it():
     assert (withdrawn[2].outcome, withdrawn[2].message) == (FAILED, "not confirmed by the hidden check x: y")
     unscored = parts_of(nb, scores=None)  # a run the grader could not score (crashed): each part as it ran, no points
     assert [p.outcome for p in unscored] == [PASSED] * 3 and sum(p.earned for p in unscored) == 0
+
+
+def test_a_catalogued_mistake_is_told_in_the_courses_words():
+    """The kernel put the course's paragraph first (streamlab.lessons.mistakes.show_first, tested in a kernel by
+    tests/lessons/test_mistakes.py): the self-check names the run cell with that paragraph, not Spark's words."""
+    said = "`Alarm.handleExpiredTimer` (cell In[9], line 12) returned nothing (None). (More: docs/mistakes.md#x.)"
+    spark = "StreamingQueryException: [STREAM_FAILED] ... [FOREACH_BATCH_USER_FUNCTION_ERROR] ..."
+    failed = new_output("error", ename="StreamingQueryException", evalue=spark.split(": ", 1)[1],
+                        traceback=[*mistakes.framed(said), "---", spark])
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_cell("alarms = run(silence_alarms(readings))", "part_c_run", outputs=[failed]),
+                _cell("assert len(alarms) == 4", "test_c", test=True,
+                      outputs=[_error("NameError", "name 'alarms' is not defined")])]
+    [part] = parts_of(nb, scores={"test_c": 0})
+    assert (part.outcome, part.cell, part.message) == (FAILED, "part_c_run", said)
+    assert error_line(failed) == said
+    assert error_line({"ename": "StreamingQueryException", "evalue": "x", "traceback": [spark]}) == \
+        "StreamingQueryException: x"
 
 
 def test_error_lines():

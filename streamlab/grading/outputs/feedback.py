@@ -20,6 +20,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from ...lessons.mistakes import framed, learner_message
 from .. import bounds
 from .results import Result, Status, format_points
 
@@ -32,7 +33,8 @@ def hide_hidden_tests():
 
     class HideHiddenTests(Preprocessor):
         """For feedback: in test cells, replace hidden test regions by a note and reduce error
-        tracebacks (which quote the failing line) to the error's type and message."""
+        tracebacks (which quote the failing line) to the error's type and message (after the course's
+        paragraph about a catalogued mistake, when the kernel put one first)."""
 
         begin = Unicode("BEGIN HIDDEN TESTS").tag(config=True)
         end = Unicode("END HIDDEN TESTS").tag(config=True)
@@ -71,7 +73,9 @@ def hide_hidden_tests():
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": ")
-                    output["traceback"] = [message]
+                    said = learner_message(output.get("traceback") if isinstance(output.get("traceback"), list)
+                                           else None)  # a catalogued mistake's paragraph stays first
+                    output["traceback"] = (framed(said) if said else []) + [message]
             return cell, resources
 
     return HideHiddenTests

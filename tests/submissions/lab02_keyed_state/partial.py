@@ -1,14 +1,18 @@
 """Lab 02 partly solved: part A right, part B wrong in a way that shows only from the second batch on, part C
-left as the student got it.
+with a handler that returns nothing (a catalogued mistake: its feedback shows the course's paragraph first).
 
 Part B writes each user's latest click to its value state but never reads it back: the time from a user's last click
 of one batch to their first of the next is lost. Right after the first batch, wrong from the next. Missing ids keep
-the released stub (raise NotImplementedError()), so part C's run cell fails and its tests score nothing. The feedback page shows Part B's
-state beside the reference's and the batch where it diverged (DIVERGES_AT).
+the released stub (raise NotImplementedError()). Part C's `handleExpiredTimer` updates the state and returns
+nothing: Spark fails the query when the first timer fires ("'NoneType' object is not iterable", 80 lines into
+Spark's error), so part C's run cell fails and its tests score nothing. The feedback page shows Part B's
+state beside the reference's and the batch where it diverged (DIVERGES_AT), and part C's error with the learner's
+paragraph first (MISTAKE).
 """
 
 EXPECTED_SCORE = 3
 DIVERGES_AT = {"Part B, seconds_on": 1}  # batch 1 is the first with a user who clicked in batch 0
+MISTAKE = "expired_timer_returned_none"   # streamlab.lessons.mistakes: what part C's error is explained as
 
 ANSWERS = {
     "dedup": '''
@@ -55,5 +59,30 @@ class TimeOnPage(StatefulProcessor):
 def time_on_pages(clicks):
     return clicks.groupBy("user").transformWithState(
         TimeOnPage(), "user STRING, page STRING, seconds LONG", "Update", "None")
+''',
+    "alarms": '''
+class SilenceAlarm(StatefulProcessor):
+    def init(self, handle):
+        self.handle = handle
+        self.alarmed = handle.getValueState("alarmed", "since_ms LONG")
+
+    def handleInputRows(self, key, rows, timerValues):
+        times = [row.ts_ms for row in rows]
+        if self.alarmed.exists():
+            (since_ms,) = self.alarmed.get()
+            self.alarmed.clear()
+            yield Row(sensor=key[0], status="back", since_ms=since_ms, at_ms=min(times))
+        for deadline in list(self.handle.listTimers()):
+            self.handle.deleteTimer(deadline)
+        self.handle.registerTimer(max(times) + SILENT_MS)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        deadline = expiredTimerInfo.getExpiryTimeInMs()
+        self.alarmed.update((deadline - SILENT_MS,))  # wrong: the `silent` message is never output, nor an iterator
+
+
+def silence_alarms(readings):
+    return readings.groupBy("sensor").transformWithState(
+        statefulProcessor=SilenceAlarm(), outputStructType=ALARM_SCHEMA, outputMode="Append", timeMode="EventTime")
 ''',
 }
