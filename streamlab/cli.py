@@ -248,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help="start the broker and open JupyterLab on the course")
     lab.add_argument("--instructor", action="store_true",
                      help="with nbgrader's instructor tools (formgrader, course list, Create Assignment)")
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed on to `jupyter lab`")
+    lab.add_argument("jupyter_args", nargs="*", metavar="JUPYTER_LAB_OPTION",
+                     help="any other option is passed on to `jupyter lab` as it is (--no-browser, --port=8899)")
     lab.set_defaults(func=cmd_lab)
 
     site = sub.add_parser("site", help="build the course's website (executed lessons, labs, glossary) in build/site/")
@@ -262,9 +263,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LAB_OWN_OPTIONS = ("--instructor", "-h", "--help")
+
+
+def parse_lab(argv: list[str]) -> argparse.Namespace:
+    """``streamlab lab [--instructor] [JUPYTER_LAB_OPTION ...]``: the course's own options, and every other
+    argument handed to `jupyter lab` unchanged and in order (a ``--`` before them is dropped, not passed on)."""
+    rest = argv[1:]
+    before, after = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
+    own = [a for a in before if a in LAB_OWN_OPTIONS]
+    args = build_parser().parse_args(["lab", *own])
+    args.jupyter_args = [a for a in before if a not in LAB_OWN_OPTIONS] + after
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_grade_tool(argv) or build_parser().parse_args(argv)
+    args = parse_grade_tool(argv) or (parse_lab(argv) if argv[:1] == ["lab"] else build_parser().parse_args(argv))
     try:
         return args.func(args)
     except (JavaError, jars.FetchError, broker.BrokerError, cluster.ClusterError, MermaidError) as err:

@@ -33,10 +33,14 @@ def lab_environment(instructor: bool = False, env: dict[str, str] | None = None)
     return env
 
 
-def lab_command(root: Path, extra_args: list[str] | None = None) -> list[str]:
-    """``jupyter lab`` on the course folder ``root``, opening on lesson 00."""
+def lab_command(root: Path, extra_args: list[str] | None = None, *, news: bool = False) -> list[str]:
+    """``jupyter lab`` on the course folder ``root``, opening on lesson 00, with no question about "official
+    Jupyter news" over it and no check for JupyterLab updates (a lesson is what the first page shows; ``news``:
+    JupyterLab's own default)."""
     command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
                f"--LabApp.default_url={START_PAGE}"]
+    if not news:
+        command += ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # e.g. a container or WSL shell running as root
     return command + list(extra_args or [])

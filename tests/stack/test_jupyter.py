@@ -67,6 +67,53 @@ def test_make_lab_and_make_lab_instructor():
     assert "make lab-instructor" in (ROOT / "README.md").read_text()
 
 
+def test_streamlab_lab_hands_jupyter_lab_its_own_options():
+    from streamlab.cli import parse_lab
+
+    assert parse_lab(["lab", "--no-browser"]).jupyter_args == ["--no-browser"]
+    assert parse_lab(["lab", "--", "--no-browser"]).jupyter_args == ["--no-browser"], "the -- is not passed on"
+    args = parse_lab(["lab", "--port", "8899", "--instructor", "--no-browser"])
+    assert (args.instructor, args.jupyter_args) == (True, ["--port", "8899", "--no-browser"])
+    assert parse_lab(["lab", "--", "--instructor"]).jupyter_args == ["--instructor"], "after --: all jupyter's"
+
+
+def _lab_page_config(folder: Path, *, news: bool, instructor: bool = False) -> tuple[dict, list[str]]:
+    """The page configuration JupyterLab started by ``jupyter.lab_command`` serves, and the command."""
+    port, token = _free_port(), "course-test-token"
+    tmp_path = folder / f"news-{news}-instructor-{instructor}"
+    tmp_path.mkdir()
+    env = jupyter.lab_environment(instructor, dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+                                                   JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")))
+    command = jupyter.lab_command(tmp_path, [f"--port={port}", "--ServerApp.ip=127.0.0.1", "--no-browser",
+                                             f"--IdentityProvider.token={token}"], news=news)
+    with open(tmp_path / "jupyter.log", "w") as log:
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            page, deadline = None, time.monotonic() + 120
+            while page is None:
+                try:
+                    with urlopen(f"http://127.0.0.1:{port}/lab?token={token}", timeout=5) as response:
+                        page = response.read().decode()
+                except OSError:
+                    assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "jupyter.log").read_text()
+                    time.sleep(0.5)
+        finally:
+            os.killpg(proc.pid, 15)
+            proc.wait(timeout=30)
+    return json.loads(re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', page, re.S).group(1)), command
+
+
+def test_the_first_page_asks_nothing_about_jupyter_news(tmp_path):
+    """JupyterLab started as `streamlab lab` starts it: its page says news are off (no question about "official
+    Jupyter news" over lesson 00) and checks for no update. A learner's configuration says the same, for the
+    JupyterLab the Docker stack and a classroom's servers start themselves; JupyterLab's own default would ask."""
+    config, command = _lab_page_config(tmp_path, news=False)
+    assert config["news"] == {"disabled": True}
+    assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in command
+    assert _lab_page_config(tmp_path, news=True)[0]["news"] == {"disabled": True}, "the learner's configuration"
+    assert _lab_page_config(tmp_path, news=True, instructor=True)[0]["news"] == {"disabled": False}
+
+
 # --- in a browser -----------------------------------------------------------------------------------
 
 def _free_port() -> int:
