@@ -41,11 +41,15 @@ def test_grader_errors_are_graded_again(tmp_path):
     submission = Submission("bob", {LAB: tmp_path / "bob.ipynb"}, tmp_path / "bob.ipynb")
     page = tmp_path / "bob.html"
     page.write_text("")
-    result = Result(student="bob", status=Status.ERROR, sha256=submission.sha256(), feedback=str(page))
+    result = Result(student="bob", status=Status.ERROR, sha256=submission.sha256(), feedback=str(page),
+                    grader=grader.grader)
     (grader.results_dir / "bob.json").write_text(result.to_json())
     assert grader._previous(submission, submission.sha256()) is None
     result.status = Status.CRASHED
     (grader.results_dir / "bob.json").write_text(result.to_json())
     assert grader._previous(submission, submission.sha256()) == result
+    result.grader = "streamlab 0.1.0, nbgrader 0.9.5, grading code 000000000000"  # graded by other code
+    (grader.results_dir / "bob.json").write_text(result.to_json())
+    assert grader._previous(submission, submission.sha256()) is None, "a result of other grading code is redone"
     (grader.results_dir / "bob.json").write_text("{ broken")
     assert grader._previous(submission, submission.sha256()) is None

@@ -55,17 +55,22 @@ def test_nbgrader_layout_shards_by_the_students_folder():
     assert shard_key(_flat("ana")) == "ana.ipynb"
 
 
-def test_the_graders_version_hashes_every_wing_of_the_grading_package(tmp_path, monkeypatch):
-    """Shards graded by different grading code must not merge: a change in any wing (here the sandbox's) changes the
-    version run.json records, not only a change beside runinfo.py."""
+def test_the_graders_version_hashes_everything_that_decides_a_grade(tmp_path, monkeypatch):
+    """Shards graded by different code must not merge, and a rerun must not keep their grades: a change in any wing
+    of the grader (here the sandbox's) or in the helpers the labs grade with (the checkpoint reader, the Kafka
+    client) changes the version, a change in the site or the classroom does not."""
     import shutil
 
     from streamlab.grading.run import runinfo
 
-    copy = tmp_path / "grading"
-    shutil.copytree(runinfo.grading_package(), copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(runinfo, "grading_package", lambda: copy)
-    before = runinfo.grader_version()
-    box = copy / "sandbox" / "box.py"
-    box.write_text(box.read_text() + "\n# changed\n")
-    assert runinfo.grader_version() != before
+    copy = tmp_path / "streamlab"
+    shutil.copytree(runinfo.package_root(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(runinfo, "package_root", lambda: copy)
+    for changed, decides in (("grading/sandbox/box.py", True), ("lessons/checkpoint.py", True),
+                             ("stack/kafka.py", True), ("lessons/m06_event_time.py", True),
+                             ("site/build.py", False), ("classroom/hub.py", False)):
+        before = runinfo.grader_version()
+        path = copy / changed
+        assert path.is_file(), changed
+        path.write_text(path.read_text() + "\n# changed\n")
+        assert (runinfo.grader_version() != before) == decides, changed

@@ -168,6 +168,7 @@ class Result:
     file: str = ""
     sha256: str = ""
     solution_sha256: str = ""
+    grader: str = ""                 # runinfo.grader_version() of the code that graded it
     startup_seconds: float | None = None
     work_seconds: float | None = None
     cells: list[CellGrade] = field(default_factory=list)

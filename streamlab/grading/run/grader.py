@@ -88,6 +88,7 @@ class Grader:
         self.grader_dir = self.out / "grader"  # the grader's own files: no student's id names one
         self.max_score = 0.0
         self.solution_sha256 = ""
+        self.grader = grader_version()  # a result graded by other code is graded again
         self.checks: Path | None = None
         self.checks_sha256: str | None = None
         self._workers: queue.Queue[WarmWorker] | None = None
@@ -132,7 +133,7 @@ class Grader:
                      f"({type(err).__name__}); grading again")
             return None
         if (previous.sha256 == sha and previous.solution_sha256 == self.solution_sha256
-                and previous.sandboxed == (self.limits is not None)
+                and previous.grader == self.grader and previous.sandboxed == (self.limits is not None)
                 and previous.status.is_final and Path(previous.feedback).exists()):
             return previous
         return None
@@ -146,7 +147,7 @@ class Grader:
         started = time.monotonic()
         result = Result(student=submission.student, status=Status.ERROR, max_score=self.max_score,
                         file=str(submission.origin), sha256=sha, solution_sha256=self.solution_sha256,
-                        log=str(self.logs_dir / f"{submission.student}.log"),
+                        grader=self.grader, log=str(self.logs_dir / f"{submission.student}.log"),
                         graded_at=datetime.now().isoformat(timespec="seconds"),
                         sandboxed=self.limits is not None)
         try:
@@ -279,7 +280,7 @@ class Grader:
         self.record = RunRecord(lab=self.lab, shard=str(self.shard),
                                 students={s.student: shard_key(s) for s in submissions},
                                 folder_total=len(folder), folder_sha256=folder_digest([shard_key(s) for s in folder]),
-                                solution_sha256=solution, checks_sha256=checks, grader=grader_version(),
+                                solution_sha256=solution, checks_sha256=checks, grader=self.grader,
                                 settings=settings)
         return self.record
 

@@ -3,9 +3,11 @@
 Written when the run starts and again when it ends, it says which lab, which shard of the submissions
 folder and which students that shard holds, the lab's version (hashes of its solution folder, with
 ``hidden_checks.py``, and of ``nbgrader_config.py``), the grader's version (the streamlab and nbgrader
-versions and a hash of the grading package's code), the settings that change a grade (the sandbox on or
-off, its limits, the time limits), the machine and the times. ``streamlab grade merge`` reads it to
-refuse shards that do not belong together; the class summary says how many shards and machines made it.
+versions and a hash of the code that decides a grade: the grader's, and the lessons' helpers it grades
+with), the settings that change a grade (the sandbox on or off, its limits, the time limits), the machine
+and the times. ``streamlab grade merge`` reads it to refuse shards that do not belong together; the class
+summary says how many shards and machines made it. Each student's result records the grader's version
+too, and a rerun grades again a result that other code made.
 """
 from __future__ import annotations
 
@@ -36,14 +38,30 @@ def lab_fingerprint(lab: str) -> tuple[str, str | None]:
     return digest.hexdigest(), (hashlib.sha256(checks.read_bytes()).hexdigest() if checks.is_file() else None)
 
 
-def grading_package() -> Path:
-    """streamlab/grading/, every wing of it: what the grader's version hashes."""
-    return Path(__file__).resolve().parents[1]
+def package_root() -> Path:
+    """streamlab/: the package whose code decides a grade (see ``GRADE_DECIDING``)."""
+    return Path(__file__).resolve().parents[2]
+
+
+GRADE_DECIDING = ("grading", "lessons", "stack", "conf", "__init__.py")
+"""What decides a grade, under streamlab/: the grader in all its wings, and the code the labs and their checks grade
+with (the lessons' helpers, m02 to m08 and the checkpoint reader; the stack's Kafka client, Spark session and jars;
+Spark's and Kafka's settings; what `import streamlab` gives a notebook). Not the site nor the classroom."""
+
+
+def grade_deciding_files() -> list[Path]:
+    root = package_root()
+    found = []
+    for name in GRADE_DECIDING:
+        path = root / name
+        found += [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()
+                                                 and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+    return sorted(found)
 
 
 def grader_version() -> str:
-    """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, grading code 1a2b3c4d5e6f`` (a hash of every module
-    of the grading package, in all its wings)."""
+    """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, grading code 1a2b3c4d5e6f`` (a hash of every file
+    that decides a grade, ``GRADE_DECIDING``)."""
     from importlib.metadata import PackageNotFoundError, version
 
     def of(name: str) -> str:
@@ -53,9 +71,9 @@ def grader_version() -> str:
             return "?"
 
     digest = hashlib.sha256()
-    package = grading_package()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode())
+    root = package_root()
+    for path in grade_deciding_files():
+        digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return f"streamlab {of('streamlab')}, nbgrader {of('nbgrader')}, grading code {digest.hexdigest()[:12]}"
 
