@@ -14,8 +14,9 @@ error, or any output on stderr, is 0 points; a number the cell ends with, partia
 answers with the same ``WorkerReport`` the grader reads; this module turns it into a table, naming for
 each part the cell that failed (read from the notebook as the worker saved it after every cell).
 
-What it cannot do: your notebook holds only the visible tests. The grader also runs hidden tests and
-checks what each part left behind, so passing here is necessary, not sufficient.
+What it cannot do: the grader also checks what each part left behind (its checkpoints, state and topics)
+against results it computes itself, outside the notebook, so passing here is necessary, not sufficient. (The
+labs have no hidden tests: every test cell is in the learner's notebook.)
 
 Lab authors, in the course's private repository: ``streamlab check NOTEBOOK --hidden-checks`` makes the
 course from solutions/<lab>/ instead, as ``streamlab grade`` does, and the worker runs the lab's
@@ -397,6 +398,7 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
             lines.append("The grader scores such a run 0: the parts said passed above ran, but earn nothing.")
     lines += [f"Note: {note}" for note in result.notes]
     if not result.checks:
-        lines.append("The grader also runs hidden tests and checks what each part left behind (its checkpoints "
-                     "and topics), so passing here is needed for full marks but does not promise them.")
+        lines.append("The grader also checks what each part left behind (its checkpoints, state and topics) "
+                     "against results it computes itself, so passing here is needed for full marks but does not "
+                     "promise them.")
     return "\n".join(lines)

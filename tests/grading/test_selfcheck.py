@@ -183,7 +183,8 @@ def test_the_table():
     assert "..." in row  # long messages are cut to the width
     assert next(line for line in lines if line.startswith("test_c")).split()[1:] == ["1", "passed"]
     assert "Visible tests: 1 of 8 points pass; 5 part(s) to fix." in text
-    assert "Note: test_b: you changed" in text and "hidden tests" in text
+    assert "Note: test_b: you changed" in text and "checks what each part left behind" in text
+    assert "hidden tests" not in text, "no lab has hidden tests"
     assert result.exit_code == 1 and not result.passed
     all_pass = SelfCheck("lab.ipynb", Status.GRADED, [p for p in result.parts if p.outcome == PASSED])
     assert all_pass.passed and all_pass.exit_code == 0
