@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 HEADER = "What went wrong, in the course's words"
 FOOTER = "Spark's own error follows, unchanged."
 DOCS = "docs/mistakes.md"
-_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+SPARK_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")  # "[STATE_STORE_...]" in a message
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 _LAST = re.compile(r"^([A-Za-z_][\w.]*)(?:: ?(.*))?$")  # a traceback's last line: "Type: message", not indented
 _CELL_FILE = re.compile(r"(ipykernel_\d+/\d+\.py|<ipython-input-[\d-]+-[0-9a-f]+>)")
@@ -142,6 +142,15 @@ def _frame_of(function) -> Frame | None:
     return Frame(code.co_filename, code.co_firstlineno, code.co_name) if code else None
 
 
+def condition_of(error) -> str | None:
+    """A pyspark error's own condition (its error class), or None."""
+    condition = getattr(error, "getCondition", None)
+    try:
+        return condition() if callable(condition) else None
+    except Exception:  # some pyspark errors have no condition
+        return None
+
+
 def _chain(error: BaseException):
     seen = []
     while error is not None and error not in seen and len(seen) < 10:
@@ -183,12 +192,8 @@ def gather(error: BaseException, namespace: dict | None = None, cells: dict | No
         java = _java_causes(exc)
         types += [name.rsplit(".", 1)[-1].split("$")[-1] for name, _ in java]
         texts.append("\n".join([_text(exc)] + [message for _, message in java]))
-        condition = getattr(exc, "getCondition", None)
-        try:
-            name = condition() if callable(condition) else None
-        except Exception:  # an exception without a condition
-            name = None
-        for found in ([name] if name else []) + _CLASS.findall(texts[-1]):
+        name = condition_of(exc)
+        for found in ([name] if name else []) + SPARK_ERROR_CLASS.findall(texts[-1]):
             if found != "STREAM_FAILED" and found not in classes:
                 classes.append(found)
         types += [t.__name__ for t in type(exc).__mro__ if t.__name__ not in types]
@@ -267,8 +272,7 @@ def show_first(shell, etype, value, tb, tb_offset=None):
         stb = value._render_traceback_()
     else:
         stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-    cells = {name: number for name, number in getattr(shell.compile, "_filename_map", {}).items()}
-    found = identify(value, shell.user_ns, cells)
+    found = identify(value, shell.user_ns, getattr(shell.compile, "_filename_map", {}))  # {cell file: In[N]}
     if found:
         stb = framed(found[1]) + list(stb)
     shell._showtraceback(etype, value, stb)
@@ -308,6 +312,11 @@ def mistake(name: str, matches: Callable[[Evidence], bool]):
         CATALOGUE.append(Mistake(name, matches, says))
         return says
     return add
+
+
+def said_at_cell(name: str, matches: Callable[[Evidence], bool], text: str) -> None:
+    """A mistake whose paragraph is the learner's cell and line (``_cell``), then ``text``."""
+    CATALOGUE.append(Mistake(name, matches, lambda e: f"{_cell(e)} {text}"))
 
 
 def _in(e: Evidence, *functions: str) -> bool:
@@ -399,61 +408,54 @@ def _(e):
             f"`\"sum DOUBLE, n INT\"` (a name and a Spark type for each field), or a StructType.")
 
 
-@mistake("tws_needs_rocksdb", lambda e: e.has("UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"))
-def _(e):
-    return (f"{_cell(e)} a query runs transformWithState on the default state store, which cannot hold its state "
-            f"variables. Start the session with `spark = sl.spark(state_store=\"rocksdb\")` before the query "
-            f"(lesson 03 compares the two stores).")
+said_at_cell("tws_needs_rocksdb", lambda e: e.has("UNSUPPORTED_FEATURE.STORE_BACKEND_NOT_SUPPORTED_FOR_TWS"),
+             "a query runs transformWithState on the default state store, which cannot hold its state "
+             "variables. Start the session with `spark = sl.spark(state_store=\"rocksdb\")` before the query "
+             "(lesson 03 compares the two stores).")
 
 
-@mistake("initial_state_not_grouped", lambda e: "AssertionError" in e.types[:3] and any(
+said_at_cell("initial_state_not_grouped", lambda e: "AssertionError" in e.types[:3] and any(
     f.function in ("transformWithState", "__transformWithState") and f.file.endswith("group_ops.py")
-    for f in e.frames))
-def _(e):
-    return (f"{_cell(e)} you pass `initialState=` a DataFrame that is not grouped. transformWithState takes the "
-            f"initial state grouped by the same key as the stream: `initialState=v0_counts.groupBy(\"path\")`, "
-            f"and your processor's `handleInitialState` receives each key's row.")
+    for f in e.frames),
+             "you pass `initialState=` a DataFrame that is not grouped. transformWithState takes the "
+             "initial state grouped by the same key as the stream: `initialState=v0_counts.groupBy(\"path\")`, "
+             "and your processor's `handleInitialState` receives each key's row.")
 
 
 # -- queries and output modes (lessons 01, 06)
 
-@mistake("append_needs_a_watermark", lambda e: e.has("STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION")
-         and "watermark" in str(e.error).lower())
-def _(e):
-    return (f"{_cell(e)} the query asks for output mode \"append\" on an aggregation without a watermark. Append "
-            f"outputs a row once it can never change, and without a watermark a count can always change. "
-            f"Declare one before the aggregation (`.withWatermark(\"event_time\", \"10 seconds\")`), or use "
-            f"output mode \"update\" (lesson 06).")
+said_at_cell("append_needs_a_watermark", lambda e: e.has("STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION")
+             and "watermark" in str(e.error).lower(),
+             "the query asks for output mode \"append\" on an aggregation without a watermark. Append "
+             "outputs a row once it can never change, and without a watermark a count can always change. "
+             "Declare one before the aggregation (`.withWatermark(\"event_time\", \"10 seconds\")`), or use "
+             "output mode \"update\" (lesson 06).")
 
 
-@mistake("output_mode_not_supported", lambda e: e.has("STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION")
-         or e.has("STREAMING_OUTPUT_MODE"))
-def _(e):
-    return (f"{_cell(e)} the query asks for an output mode this query cannot give: \"complete\" needs an aggregation "
-            f"(it outputs the whole result table each batch), \"append\" an aggregation with a watermark. "
-            f"A query without an aggregation runs in \"append\"; an aggregation in \"update\" (lesson 01).")
+said_at_cell("output_mode_not_supported", lambda e: e.has("STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION")
+             or e.has("STREAMING_OUTPUT_MODE"),
+             "the query asks for an output mode this query cannot give: \"complete\" needs an aggregation "
+             "(it outputs the whole result table each batch), \"append\" an aggregation with a watermark. "
+             "A query without an aggregation runs in \"append\"; an aggregation in \"update\" (lesson 01).")
 
 
-@mistake("action_on_a_stream", lambda e: "AnalysisException" in e.types and e.has("_LEGACY_ERROR_TEMP_3102")
-         or ("AnalysisException" in e.types and "writeStream.start()" in str(e.error)))
-def _(e):
-    return (f"{_cell(e)} you call a batch action (`show`, `collect`, `count`, `toPandas`) on a streaming "
-            f"DataFrame, which has no end to wait for. Run it with `sl.run_to_end(frame)` and look at "
-            f"`.rows`, or read the topic as it is now with `sl.kafka_table(topic, schema)`.")
+said_at_cell("action_on_a_stream", lambda e: "AnalysisException" in e.types and e.has("_LEGACY_ERROR_TEMP_3102")
+             or ("AnalysisException" in e.types and "writeStream.start()" in str(e.error)),
+             "you call a batch action (`show`, `collect`, `count`, `toPandas`) on a streaming "
+             "DataFrame, which has no end to wait for. Run it with `sl.run_to_end(frame)` and look at "
+             "`.rows`, or read the topic as it is now with `sl.kafka_table(topic, schema)`.")
 
 
-@mistake("watermark_on_a_non_timestamp", lambda e: e.has("EVENT_TIME_IS_NOT_ON_TIMESTAMP_TYPE"))
-def _(e):
-    return (f"{_cell(e)} you declare a watermark on a column that is not a timestamp. `withWatermark` takes a "
-            f"TIMESTAMP column (the events' `event_time`); convert epoch milliseconds first with "
-            f"`F.timestamp_millis(\"event_ms\")`.")
+said_at_cell("watermark_on_a_non_timestamp", lambda e: e.has("EVENT_TIME_IS_NOT_ON_TIMESTAMP_TYPE"),
+             "you declare a watermark on a column that is not a timestamp. `withWatermark` takes a "
+             "TIMESTAMP column (the events' `event_time`); convert epoch milliseconds first with "
+             "`F.timestamp_millis(\"event_ms\")`.")
 
 
-@mistake("column_not_found", lambda e: e.has("UNRESOLVED_COLUMN"))
-def _(e):
-    return (f"{_cell(e)} you name a column the DataFrame does not have. Look at `frame.columns` (a Kafka "
-            f"stream read with `sl.kafka_stream(topic, schema)` has the schema's fields plus `partition` and "
-            f"`offset`); Spark's error below suggests the nearest names.")
+said_at_cell("column_not_found", lambda e: e.has("UNRESOLVED_COLUMN"),
+             "you name a column the DataFrame does not have. Look at `frame.columns` (a Kafka "
+             "stream read with `sl.kafka_stream(topic, schema)` has the schema's fields plus `partition` and "
+             "`offset`); Spark's error below suggests the nearest names.")
 
 
 @mistake("foreach_batch_function_failed", lambda e: e.has("FOREACH_BATCH_USER_FUNCTION_ERROR")
@@ -468,84 +470,74 @@ def _(e):
 
 # -- checkpoints and state (lessons 03, 04, 07, 07b)
 
-@mistake("changed_key_on_a_checkpoint", lambda e: e.has("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"))
-def _(e):
-    return (f"{_cell(e)} a query restarts on a checkpoint whose state is keyed differently: the grouping "
-            f"key (its columns or their types) changed since the checkpoint was written. State is found by "
-            f"key, so Spark refuses. Keep the key, or start from a new checkpoint (`sl.new_checkpoint(...)`); "
-            f"lesson 07 shows which changes a checkpoint survives.")
+said_at_cell("changed_key_on_a_checkpoint", lambda e: e.has("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"),
+             "a query restarts on a checkpoint whose state is keyed differently: the grouping "
+             "key (its columns or their types) changed since the checkpoint was written. State is found by "
+             "key, so Spark refuses. Keep the key, or start from a new checkpoint (`sl.new_checkpoint(...)`); "
+             "lesson 07 shows which changes a checkpoint survives.")
 
 
-@mistake("changed_state_on_a_checkpoint", lambda e: e.has("STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"))
-def _(e):
-    return (f"{_cell(e)} a query restarts on a checkpoint whose stored state has another shape: an "
-            f"aggregation or a state variable's schema changed (a field added, removed or narrowed) since the "
-            f"checkpoint was written. Put the old schema back, or start from a new checkpoint; lesson 07 shows "
-            f"the changes Spark accepts (a wider type, with schema evolution).")
+said_at_cell("changed_state_on_a_checkpoint", lambda e: e.has("STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"),
+             "a query restarts on a checkpoint whose stored state has another shape: an "
+             "aggregation or a state variable's schema changed (a field added, removed or narrowed) since the "
+             "checkpoint was written. Put the old schema back, or start from a new checkpoint; lesson 07 shows "
+             "the changes Spark accepts (a wider type, with schema evolution).")
 
 
-@mistake("checkpoint_of_another_query", lambda e: e.has("STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA")
-         or e.has("STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY"))
-def _(e):
-    return (f"{_cell(e)} a query starts on a checkpoint another query wrote: its stateful operators (the "
-            f"aggregations, deduplications, transformWithState) are not the ones recorded there. One "
-            f"checkpoint belongs to one query: give this one its own, `sl.new_checkpoint(\"a-new-name\")`.")
+said_at_cell("checkpoint_of_another_query", lambda e: e.has("STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA")
+             or e.has("STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY"),
+             "a query starts on a checkpoint another query wrote: its stateful operators (the "
+             "aggregations, deduplications, transformWithState) are not the ones recorded there. One "
+             "checkpoint belongs to one query: give this one its own, `sl.new_checkpoint(\"a-new-name\")`.")
 
 
-@mistake("state_reader_wrong_operator", lambda e: e.has(
-    "STDS_FAILED_TO_READ_STATE_SCHEMA", "STDS_OFFSET_LOG_UNAVAILABLE", "STDS_NO_PARTITION_DISCOVERED_IN_STATE_STORE"))
-def _(e):
-    return (f"{_cell(e)} you read state the checkpoint does not have: no stateful operator with that "
-            f"`operatorId` (they count from 0 in the query's plan), or no batch committed yet. "
-            f"`ckpt.state_metadata()` lists the operators and their stores; run the query to a committed batch first.")
+said_at_cell("state_reader_wrong_operator", lambda e: e.has(
+    "STDS_FAILED_TO_READ_STATE_SCHEMA", "STDS_OFFSET_LOG_UNAVAILABLE", "STDS_NO_PARTITION_DISCOVERED_IN_STATE_STORE"),
+             "you read state the checkpoint does not have: no stateful operator with that "
+             "`operatorId` (they count from 0 in the query's plan), or no batch committed yet. "
+             "`ckpt.state_metadata()` lists the operators and their stores; run the query to a committed batch first.")
 
 
-@mistake("state_reader_wrong_option", lambda e: e.has("STDS_INVALID_OPTION_VALUE", "STDS_INVALID_OPTION",
-                                                        "STDS_CONFLICT_OPTIONS", "STDS_REQUIRED_OPTION_UNSPECIFIED"))
-def _(e):
-    return (f"{_cell(e)} you read state with an option this checkpoint does not answer to: `stateVarName` "
-            f"works only for a transformWithState operator and must name one of its variables; `storeName` "
-            f"only for a join's stores. Spark's message below names the option.")
+said_at_cell("state_reader_wrong_option", lambda e: e.has(
+    "STDS_INVALID_OPTION_VALUE", "STDS_INVALID_OPTION", "STDS_CONFLICT_OPTIONS", "STDS_REQUIRED_OPTION_UNSPECIFIED"),
+             "you read state with an option this checkpoint does not answer to: `stateVarName` "
+             "works only for a transformWithState operator and must name one of its variables; `storeName` "
+             "only for a join's stores. Spark's message below names the option.")
 
 
 # -- Kafka (lessons 00, 05)
 
-@mistake("starting_offsets_missing_partition", lambda e: "AssertionError" in e.types and any(
-    "startingOffsets" in m for m in [str(e.error)]) and "StreamingQueryException" in e.types)
-def _(e):
-    return (f"{_cell(e)} you give `startingOffsets` as JSON that leaves out a partition of the topic. With "
-            f"specific offsets, every partition needs one: -2 means earliest, -1 latest "
-            f"(`sl.end_offsets(topic)` lists the partitions).")
+said_at_cell("starting_offsets_missing_partition", lambda e: "AssertionError" in e.types and any(
+    "startingOffsets" in m for m in [str(e.error)]) and "StreamingQueryException" in e.types,
+             "you give `startingOffsets` as JSON that leaves out a partition of the topic. With "
+             "specific offsets, every partition needs one: -2 means earliest, -1 latest "
+             "(`sl.end_offsets(topic)` lists the partitions).")
 
 
-@mistake("topic_does_not_exist", lambda e: "UnknownTopicOrPartitionException" in e.types
-         or "TopicNotFoundError" in e.types)
-def _(e):
-    return (f"{_cell(e)} a query reads a topic the broker does not have. Make it with `topic = sl.new_topic(\"name\")` "
-            f"(which adds a unique suffix) and use that variable, not the name typed again; `sl.list_topics()` "
-            f"shows what exists.")
+said_at_cell("topic_does_not_exist", lambda e: "UnknownTopicOrPartitionException" in e.types
+             or "TopicNotFoundError" in e.types,
+             "a query reads a topic the broker does not have. Make it with `topic = sl.new_topic(\"name\")` "
+             "(which adds a unique suffix) and use that variable, not the name typed again; `sl.list_topics()` "
+             "shows what exists.")
 
 
-@mistake("kafka_servers_missing", lambda e: "IllegalArgumentException" in e.types
-         and "kafka.bootstrap.servers" in str(e.error))
-def _(e):
-    return (f"{_cell(e)} a query reads Kafka without saying where the broker is. Use `sl.kafka_stream(topic, schema)`, "
-            f"or add `.option(\"kafka.bootstrap.servers\", sl.bootstrap_servers())`.")
+said_at_cell("kafka_servers_missing", lambda e: "IllegalArgumentException" in e.types
+             and "kafka.bootstrap.servers" in str(e.error),
+             "a query reads Kafka without saying where the broker is. Use `sl.kafka_stream(topic, schema)`, "
+             "or add `.option(\"kafka.bootstrap.servers\", sl.bootstrap_servers())`.")
 
 
-@mistake("broker_not_running", lambda e: "NoBrokerError" in e.types or "NoBrokersAvailable" in e.types)
-def _(e):
-    return (f"{_cell(e)} the course could not reach its Kafka broker: it is not running (stopped, or the "
-            f"machine restarted). Run the setup cell again (`sl.bootstrap_servers()` starts it), or `streamlab doctor` "
-            f"in a terminal to see why it does not start.")
+said_at_cell("broker_not_running", lambda e: "NoBrokerError" in e.types or "NoBrokersAvailable" in e.types,
+             "the course could not reach its Kafka broker: it is not running (stopped, or the "
+             "machine restarted). Run the setup cell again (`sl.bootstrap_servers()` starts it), or `streamlab doctor` "
+             "in a terminal to see why it does not start.")
 
 
 # -- the environment
 
-@mistake("no_java", lambda e: "JavaError" in e.types or e.has("JAVA_GATEWAY_EXITED"))
-def _(e):
-    return (f"{_cell(e)} Spark was to start, and it needs Java 17: none was found. Install a JDK 17 (the message "
-            f"below says how for this system), then restart the kernel.")
+said_at_cell("no_java", lambda e: "JavaError" in e.types or e.has("JAVA_GATEWAY_EXITED"),
+             "Spark was to start, and it needs Java 17: none was found. Install a JDK 17 (the message "
+             "below says how for this system), then restart the kernel.")
 
 
 def _spark_stopped(e: Evidence) -> bool:
@@ -556,10 +548,9 @@ def _spark_stopped(e: Evidence) -> bool:
         "/pyspark/" in f.file for f in e.frames)
 
 
-@mistake("spark_stopped", _spark_stopped)
-def _(e):
-    return (f"{_cell(e)} you use a Spark session that was stopped (`spark.stop()`). Get a new one with "
-            f"`spark = sl.spark()` and build the DataFrame again.")
+said_at_cell("spark_stopped", _spark_stopped,
+             "you use a Spark session that was stopped (`spark.stop()`). Get a new one with "
+             "`spark = sl.spark()` and build the DataFrame again.")
 
 
 # ----------------------------------------------------------------------------- the processor's init, tried

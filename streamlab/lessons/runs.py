@@ -19,34 +19,28 @@ never passes for a finished one.
 """
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mistakes import SPARK_ERROR_CLASS, condition_of
 from .streams import BatchCollector
 from .watch import watch as watch_query
 
 WAIT_S = 120
 """The longest any helper waits for a query, in seconds (override with ``timeout_s=``)."""
 
-_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
 
 
 def error_class(error) -> str:
     """The most specific Spark error class in an exception: for a query that failed with
     ``[STREAM_FAILED] ... [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] ...`` it is the second one.
     Falls back to the exception's own condition, then its type name."""
-    found = [c for c in _CLASS.findall(str(error)) if c != "STREAM_FAILED"]
+    found = [c for c in SPARK_ERROR_CLASS.findall(str(error)) if c != "STREAM_FAILED"]
     if found:
         return found[0]
-    condition = getattr(error, "getCondition", None)
-    try:
-        name = condition() if callable(condition) else None
-    except Exception:  # some pyspark errors have no condition
-        name = None
-    return name or type(error).__name__
+    return condition_of(error) or type(error).__name__
 
 
 @dataclass
