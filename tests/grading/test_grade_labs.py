@@ -367,15 +367,19 @@ def _row(graded, student):
     return graded["rows"][student]
 
 
+def _page_text(page: Path) -> str:
+    """A feedback page's text, as a reader sees it (no styles, scripts or tags)."""
+    text = re.sub(r"<(style|script)\b.*?</\1>", "", page.read_text(), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
 def _errors_on_page(graded, student) -> list[str]:
     """The last line of every traceback on ``student``'s feedback page ("TimeoutError: ..."): what a failed
     assertion about a full-marks submission needs to say, since the run's folder may be on another machine."""
     page = graded["out"] / "feedback" / f"{student}.html"
     if not page.exists():
         return [f"(no feedback page for {student})"]
-    text = re.sub(r"<(style|script)\b.*?</\1>", "", page.read_text(), flags=re.S)
-    text = html.unescape(re.sub(r"<[^>]+>", "", text))
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", _page_text(page))
     return [line.strip()[:300] for line in text.splitlines()
             if re.match(r"\s*[A-Za-z_.]*(Error|Exception|Exit|Interrupt):", line)][:8]
 
@@ -463,8 +467,7 @@ def test_a_catalogued_mistake_is_explained_first_on_the_feedback_page(graded):
     assert mistake or graded["lab"] != "lab02_keyed_state", "lab02's partial makes a catalogued mistake"
     if mistake is None:
         return
-    page = (graded["out"] / "feedback" / "k_partial.html").read_text()
-    text = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<(style|script)\b.*?</\1>", "", page, flags=re.S)))
+    text = _page_text(graded["out"] / "feedback" / "k_partial.html")
     assert mistakes.HEADER in text, "no learner's paragraph on the feedback page"
     assert f"docs/mistakes.md#{mistake.replace('_', '-')}" in text
     assert text.index(mistakes.HEADER) < text.index("FOREACH_BATCH_USER_FUNCTION_ERROR"), \

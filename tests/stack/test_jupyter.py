@@ -77,6 +77,20 @@ def test_streamlab_lab_hands_jupyter_lab_its_own_options():
     assert parse_lab(["lab", "--", "--instructor"]).jupyter_args == ["--instructor"], "after --: all jupyter's"
 
 
+def _read_when_up(url: str, proc: subprocess.Popen, log: Path) -> str:
+    """What JupyterLab (``proc``) answers at ``url``, once it answers: at most 120 s, failing with its log if it
+    exits or does not answer by then."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urlopen(url, timeout=5) as response:
+                return response.read().decode()
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+
+
 def _lab_page_config(folder: Path, *, news: bool, instructor: bool = False) -> tuple[dict, list[str]]:
     """The page configuration JupyterLab started by ``jupyter.lab_command`` serves, and the command."""
     port, token = _free_port(), "course-test-token"
@@ -89,14 +103,7 @@ def _lab_page_config(folder: Path, *, news: bool, instructor: bool = False) -> t
     with open(tmp_path / "jupyter.log", "w") as log:
         proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            page, deadline = None, time.monotonic() + 120
-            while page is None:
-                try:
-                    with urlopen(f"http://127.0.0.1:{port}/lab?token={token}", timeout=5) as response:
-                        page = response.read().decode()
-                except OSError:
-                    assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "jupyter.log").read_text()
-                    time.sleep(0.5)
+            page = _read_when_up(f"http://127.0.0.1:{port}/lab?token={token}", proc, tmp_path / "jupyter.log")
         finally:
             os.killpg(proc.pid, 15)
             proc.wait(timeout=30)
@@ -149,15 +156,7 @@ def jupyterlab(tmp_path):
         procs.append((subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True), log))
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urlopen(f"{base}/api/status?token={token}", timeout=5):
-                    break
-            except OSError:
-                if procs[-1][0].poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start: {(home / 'jupyter.log').read_text()[-2000:]}")
-                time.sleep(0.5)
+        _read_when_up(f"{base}/api/status?token={token}", procs[-1][0], home / "jupyter.log")
         return f"{base}/lab/tree/{LAB}?token={token}"
 
     yield start
