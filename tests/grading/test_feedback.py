@@ -8,6 +8,7 @@ import nbformat
 
 from streamlab.grading import Result, Status, nbgrader_config
 from streamlab.grading.outputs.feedback import STATUS_EXPLANATIONS, status_page
+from streamlab.grading.outputs.withhold import NOTE
 
 TEST_CELL = """\
 assert answer == 42
@@ -37,7 +38,7 @@ def test_hidden_tests_are_replaced_by_a_note():
     nb = _preprocess(_cell(TEST_CELL, grade=True, grade_id="q1", points=1))
     cell = nb.cells[0]
     assert cell.source == ('assert answer == 42\nprint("visible test passed")\n'
-                           '    # (hidden tests: run only by the grader)\nprint("done")')
+                           f"    {NOTE}\nprint(\"done\")")
     assert cell.outputs[0].traceback == ["AssertionError: the hidden expectation"]
 
 

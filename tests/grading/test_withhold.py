@@ -3,6 +3,7 @@ test cells back (``withhold``), before anything runs."""
 from __future__ import annotations
 
 import nbformat
+import pytest
 
 from streamlab.grading.outputs.withhold import NOTE, withhold_hidden_tests, without_hidden_tests
 
@@ -32,3 +33,29 @@ def test_the_grader_runs_it_right_after_overwrite_cells(tmp_path):
     out, _ = withhold_hidden_tests()().preprocess(nb, {})
     assert "secret_answer" not in out.cells[0].source and NOTE in out.cells[0].source
     assert out.cells[1].source.startswith("### BEGIN HIDDEN TESTS")
+
+
+def test_one_reader_of_the_markers_for_the_kernel_and_the_feedback():
+    """What the kernel is spared (``WithholdHiddenTests``), what the feedback hides (``HideHiddenTests``) and the lines
+    whose quotes the feedback withholds (``hidden_lines``) are one reading of the markers, so they cannot disagree.
+    A region left open, or an END without its BEGIN, in a student's cell stops no one (nbgrader's own reader
+    raises on both)."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    from streamlab.grading.outputs.feedback import hidden_lines, hide_hidden_tests
+    from streamlab.grading.outputs.withhold import HiddenTests, read_hidden_tests
+
+    read = read_hidden_tests(CELL)
+    assert read.found and read.lines == ['    assert secret_answer() == 42, "the hidden line"']
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL, metadata={"nbgrader": {"grade": True}})])
+    assert hidden_lines(nb) == {line.strip() for line in read.lines}
+    hidden, _ = hide_hidden_tests()().preprocess(nbformat.from_dict(nb), {})
+    withheld, _ = withhold_hidden_tests()().preprocess(nbformat.from_dict(nb), {})
+    assert hidden.cells[0].source == withheld.cells[0].source == read.shown
+    open_region = "x = 1\n### BEGIN HIDDEN TESTS\nsecret = 2"
+    assert read_hidden_tests(open_region).shown == f"x = 1\n{NOTE}" and read_hidden_tests(open_region).lines == [
+        "secret = 2"]
+    assert read_hidden_tests("### END HIDDEN TESTS\ny = 3") == HiddenTests("y = 3", [], False)
+    cell = nbformat.v4.new_code_cell(open_region, metadata={"nbgrader": {"grade": True, "grade_id": "t"}})
+    with pytest.raises(RuntimeError, match="No end hidden tests"):  # the reason the grader reads them itself
+        ClearHiddenTests().preprocess_cell(cell, {}, 0)

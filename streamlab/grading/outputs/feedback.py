@@ -23,6 +23,7 @@ from pathlib import Path
 from ...lessons.mistakes import framed, learner_message
 from .. import bounds
 from .results import Result, Status, format_points
+from .withhold import BEGIN, END, NOTE, read_hidden_tests
 
 
 @cache
@@ -36,9 +37,9 @@ def hide_hidden_tests():
         tracebacks (which quote the failing line) to the error's type and message (after the course's
         paragraph about a catalogued mistake, when the kernel put one first)."""
 
-        begin = Unicode("BEGIN HIDDEN TESTS").tag(config=True)
-        end = Unicode("END HIDDEN TESTS").tag(config=True)
-        note = Unicode("# (hidden tests: run only by the grader)").tag(config=True)
+        begin = Unicode(BEGIN).tag(config=True)
+        end = Unicode(END).tag(config=True)
+        note = Unicode(NOTE).tag(config=True)
         withheld = Unicode("[output withheld: it quoted the grader's hidden tests]").tag(config=True)
         enabled = True
 
@@ -59,17 +60,9 @@ def hide_hidden_tests():
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade"):
                 return cell, resources
-            lines, hidden, removed = [], False, False
-            for line in cell.source.split("\n"):
-                if self.begin in line:
-                    hidden = removed = True
-                    lines.append(line[: len(line) - len(line.lstrip())] + self.note)
-                elif self.end in line:
-                    hidden = False
-                elif not hidden:
-                    lines.append(line)
-            if removed:
-                cell.source = "\n".join(lines)
+            read = read_hidden_tests(cell.source, self.begin, self.end, self.note)
+            if read.found:
+                cell.source = read.shown
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": ")
@@ -84,21 +77,10 @@ def hide_hidden_tests():
 MIN_QUOTED = 16  # shorter lines ("assert ok", "print(x)") could be the student's own
 
 
-def hidden_lines(nb, begin: str = "BEGIN HIDDEN TESTS", end: str = "END HIDDEN TESTS") -> set[str]:
-    """The lines of every hidden test region in ``nb`` (stripped; at least ``MIN_QUOTED`` characters)."""
-    found, hidden = set(), False
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for line in cell.source.split("\n"):
-            if begin in line:
-                hidden = True
-            elif end in line:
-                hidden = False
-            elif hidden and len(line.strip()) >= MIN_QUOTED:
-                found.add(line.strip())
-        hidden = False
-    return found
+def hidden_lines(nb, begin: str = BEGIN, end: str = END) -> set[str]:
+    """The lines of every hidden test region in ``nb``'s code cells (stripped; at least ``MIN_QUOTED`` characters)."""
+    return {line.strip() for cell in nb.cells if cell.cell_type == "code"
+            for line in read_hidden_tests(cell.source, begin, end).lines if len(line.strip()) >= MIN_QUOTED}
 
 
 def output_text(output) -> str:
