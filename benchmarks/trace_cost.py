@@ -39,7 +39,7 @@ def main() -> int:
     finally:
         if ran.kept:
             delete_prefixed(ran.kept["topic_prefix"])
-            shutil.rmtree(Path(ran.kept["data_dir"]).parents[1], ignore_errors=True)  # the check's work folder
+            shutil.rmtree(ran.kept["work"], ignore_errors=True)  # the check's work folder
 
 
 def measure(args, artifacts: Artifacts) -> int:

@@ -4,8 +4,8 @@ The door listens on ``127.0.0.1:19094`` (``CLASS_PORT``), the address the class'
 listener, so every Kafka client in the container, told ``KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:19094``, comes back to
 it for every broker it is told about. Each connection is logged in as the student (``tenancy.login``, the grader's
 own SCRAM login) to the broker at ``STREAMLAB_CLASSROOM_BROKER`` and then joined both ways by the grader's own
-``KafkaDoor`` (requests pass unchanged, one frame at a time, each at most ``MAX_REQUEST_BYTES``; no topic budget,
-the principal's ACLs and quota bound the student): the lessons need no Kafka option of their own.
+``KafkaDoor`` (requests pass unchanged, one frame at a time, each at most ``bounds.KAFKA_REQUEST_BYTES``; no topic
+budget, the principal's ACLs and quota bound the student): the lessons need no Kafka option of their own.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ WORK = Path(os.environ.get("STREAMLAB_CLASSROOM_WORK", str(Path.home() / "work")
 
 def serve_door(broker: str, user: str, password: str, *, port: int = CLASS_PORT, ready=None) -> None:
     """Join each connection to ``127.0.0.1:port`` to one logged in to ``broker`` as ``user`` (the grader's
-    ``KafkaDoor``, on TCP, at most ``DOOR_CONNECTIONS`` at once); forever."""
+    ``KafkaDoor``, on TCP, at most ``bounds.KAFKA_CONNECTIONS`` at once); forever."""
     door = KafkaDoor(None, lambda: login(broker, user, password), server=socket.create_server(("127.0.0.1", port)))
     if ready is not None:
         ready()

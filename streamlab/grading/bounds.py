@@ -1,11 +1,11 @@
-"""How much of what a student made the grader will read: every untrusted size, bounded before it is read.
+"""Every bound the grader sets, in one place, named by what it bounds: what a submission may use, what its Kafka
+clients may ask of the broker, how long the grader waits, and how much of what a student made the grader reads,
+keeps and shows. A new limit is one line here (and its test in tests/grading/test_bounds.py, or beside the code that
+enforces it); the modules read them as ``bounds.NAME`` when they run, so a test can lower one.
 
-A submission is the student's; so is everything its run leaves behind (checkpoints, state files, topics,
-outputs). The grader reads all of them outside the sandbox, so each has a cap here, checked before (or
-while) it is read, never after. The caps are far above what any lab's reference solution makes (its
-measured sizes are in the comments), so only a crafted submission meets them.
-
-Output caps follow PrairieLearn's 1 MB cap on an autograder's results as the anchor.
+What a student made is untrusted: every size of it is bounded before (or while) it is read, never after. The caps
+are far above what any lab's reference solution makes (its measured sizes are in the comments), so only a crafted
+submission meets them. Output caps follow PrairieLearn's 1 MB cap on an autograder's results as the anchor.
 """
 from __future__ import annotations
 
@@ -32,6 +32,51 @@ ZIP_ENTRIES = 10_000              # entries in one state snapshot zip (RocksDB's
 ZIP_EXPANDED_BYTES = 128 * MB     # one zip's entries together, decompressed (counted, not trusted from its header)
 ZIP_METADATA_BYTES = 1 * MB       # its ``metadata`` entry (RocksDB's list of files), decompressed
 STATE_SUFFIXES = (".zip", ".delta", ".snapshot", ".changelog", ".sst")  # state data, not log files
+
+
+# -- What one submission's run may use: its sandbox (``sandbox.limits.Limits``; each result records its usage)
+SUBMISSION_MEMORY_MB = 4096       # the kernel, Spark's JVM, its Python workers and the work folder's files
+SUBMISSION_PROCESSES = 1024       # processes and threads (a Spark JVM alone runs ~200 threads)
+SUBMISSION_CPU_SECONDS = 900      # CPU time of all its processes together, besides the wall-clock limit
+SUBMISSION_DISK_MB = 1024         # the work folder: checkpoints, Spark's files, HOME and /tmp
+FILES_PER_MB = 64                 # the work folder's files (inodes): a lab's reference leaves ~2,000; 65,536 in 1 GB
+CHECKS_MEMORY_MB = 3072           # the hidden checks' own sandbox: their Spark reads what the run left
+CHECKS_PROCESSES = 512
+CHECKS_CPU_SECONDS = 600
+CHECKS_DISK_MB = 1024
+WORKER_MEMORY_MB = 2048           # nbgrader and the notebooks it reads and writes (a lab's: ~300 MB); kernels not in it
+
+# -- What one sandbox's Kafka clients may ask of the broker (its door counts; the broker enforces the quota)
+KAFKA_REQUEST_BYTES = 2 * MB      # one request frame
+KAFKA_CONNECTIONS = 64            # open at once (a lab's Spark query and clients use ~10)
+KAFKA_TOPICS = 64                 # topics created (the labs create at most 11)
+KAFKA_PARTITIONS = 256            # partitions created (the labs: at most 21, +3 by CreatePartitions)
+KAFKA_PRODUCED_BYTES = 64 * MB    # Produce frames together (a lab's reference writes at most 0.4 MB)
+KAFKA_PRODUCER_IDS = 512          # InitProducerId requests: each idempotent producer sends one (the labs: <= 6)
+KAFKA_TRANSACTIONAL_IDS = 16      # different transactional ids (the labs use one)
+KAFKA_PRODUCE_BYTES_PER_S = 20 * MB  # each principal's produce quota, the broker's: far above what a lab writes
+
+# -- How long the grader waits
+SUBMISSION_TIMEOUT_S = 900        # a whole submission, by default (``streamlab grade --timeout``)
+CHECKS_READY_WAIT_S = 300         # for the checks' Spark to start and answer (it starts while the notebook runs)
+CHECKS_WAIT_S = 600               # for the checks to finish once the notebook has
+BROKER_PROBE_S = 15               # for the broker to answer the grader's health probe
+ACL_WAIT_S = 30                   # at most, for the broker to show new ACLs (it takes milliseconds)
+
+# -- What the grader reads, keeps and shows of what a submission made, besides the caps above
+STUDENT_ID_CHARS = 100            # a student's id: the submitted file's or folder's name
+PROBLEMS_NAMED = 3                # of a notebook's cells that differ from the lab's, named in its refusal (all counted)
+EXTRA_FILE_BYTES = 64 * 1024      # a file handed in beside the notebook (nbgrader's timestamp.txt: one line)
+CHECKS_MESSAGE_BYTES = 4 * MB     # one message from the checks' process
+JAVA_CAUSES_FOLLOWED = 16         # of a Java exception's causes, looked at for a JVM failure
+TRACE_ROWS = 20_000               # a batch's state larger than this is not read (the trace says so)
+TRACE_BATCHES = 40                # a state trace shows at most this many batches (the first ones)
+TRACES_PER_CHECK = 8
+STUDENT_LOG_BYTES = 16 * MB       # what the worker writes into one student's log
+OUTPUT_TAIL_BYTES = 64 * 1024     # of a kernel's or the checks' output, copied into the student's log afterwards
+FEEDBACK_SOURCE_CHARS = 10_000    # of a code cell's source, kept in the feedback when it is over a limit
+FEEDBACK_HTML_DEPTH = 100         # nested elements kept in the feedback; deeper tags are taken out, their text kept
+EXPORT_COMMENT_CHARS = 300        # a status's detail, cut here in the exports' comment columns
 
 
 class TooLarge(ValueError):

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import bounds
 from .gradescope import VISIBILITY, package
 from .gradescope import run as run_gradescope
 from .labs import GradingError, release_labs, resolve_lab
@@ -14,7 +15,7 @@ from .outputs.results import Status, write_csv
 from .outputs.roster import match, read_roster
 from .outputs.summary import load_results, write_summary
 from .release import release
-from .run.grader import DEFAULT_TIMEOUT_S, Grader
+from .run.grader import Grader
 from .run.merge import merge
 from .run.runinfo import describe_runs, read_runs
 from .run.shards import WHOLE, Shard, select
@@ -52,18 +53,15 @@ def cmd_grade(args) -> int:
             roster.missing = []
         limits = None if args.no_sandbox else Limits(memory_mb=args.memory_mb, processes=args.max_processes,
                                                      cpu_seconds=args.cpu_seconds, disk_mb=args.disk_mb)
-        grader = Grader(lab, out, timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
-                        force=args.force, jobs=args.jobs, limits=limits, shard=shard, roster=roster)
-        grader.new_record(folder, submissions)
         which = "" if shard == WHOLE else f" (shard {shard}: {len(submissions)} of the folder's {len(folder)})"
-        print(f"Grading {len(submissions)} submission(s) of {lab}{which} into {grader.out} "
+        print(f"Grading {len(submissions)} submission(s) of {lab}{which} into {out.resolve()} "
               f"(limits: {args.timeout:g} s per submission"
               + (f", {args.cell_timeout:g} s per cell" if args.cell_timeout else "")
               + (f"; each in a sandbox: {limits.describe()}{not_enforced_here()})" if limits else
                  "; WITHOUT the sandbox: every submission runs with your own powers)"), flush=True)
-        if submissions:
-            grader.prepare()
-        results = grader.run(submissions)  # an empty shard still writes its record, for the merge
+        grader = Grader(lab, out, timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
+                        force=args.force, jobs=args.jobs, limits=limits, shard=shard, roster=roster)
+        results = grader.run(submissions, folder=folder)  # an empty shard still writes its record, for the merge
     except GradingError as err:
         print(f"streamlab grade: {err}", file=sys.stderr)
         return 2
@@ -127,8 +125,8 @@ def add_grade_command(sub) -> None:
                        help="a folder of <student>.ipynb files, or nbgrader's <student>/<lab>/ folders")
     grade.add_argument("--out", help="where grades, feedback and logs go (default: grades/<lab>)")
     grade.add_argument("--force", action="store_true", help="grade again submissions already graded")
-    grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                       help=f"seconds allowed for a whole submission (default {DEFAULT_TIMEOUT_S})")
+    grade.add_argument("--timeout", type=float, default=bounds.SUBMISSION_TIMEOUT_S,
+                       help=f"seconds allowed for a whole submission (default {bounds.SUBMISSION_TIMEOUT_S})")
     grade.add_argument("--cell-timeout", type=float, default=None,
                        help="seconds allowed per cell (default: nbgrader_config.py, 300)")
     grade.add_argument("--jobs", type=int, default=1,
@@ -164,8 +162,9 @@ def add_grade_command(sub) -> None:
                     "failure, and the cell that failed. Only the visible tests run (the grader also has "
                     "hidden ones). Exits with 0 when every part passes, 1 when one does not.")
     check.add_argument("notebook", metavar="LAB_NOTEBOOK", help="your lab notebook (.ipynb)")
-    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                       help=f"seconds allowed for the whole notebook (default {DEFAULT_TIMEOUT_S}, as the grader)")
+    check.add_argument("--timeout", type=float, default=bounds.SUBMISSION_TIMEOUT_S,
+                       help=f"seconds allowed for the whole notebook (default {bounds.SUBMISSION_TIMEOUT_S}, "
+                            f"as the grader)")
     check.add_argument("--cell-timeout", type=float, default=None,
                        help="seconds allowed per cell (default: nbgrader_config.py, 300, as the grader)")
     check.add_argument("--hidden-checks", action="store_true",
@@ -327,7 +326,7 @@ def gradescope_parser() -> argparse.ArgumentParser:
                        "ROOT/submission into ROOT/results/results.json")
     parser.add_argument("--visibility", default="visible", choices=VISIBILITY,
                         help="when students see their results (Gradescope's setting; default: visible)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+    parser.add_argument("--timeout", type=float, default=bounds.SUBMISSION_TIMEOUT_S,
                         help="seconds per submission (default: %(default)s); set Gradescope's own timeout above it")
     parser.set_defaults(func=cmd_gradescope)
     return parser

@@ -170,11 +170,12 @@ def run(lab: str, root: Path, *, visibility: str = "visible", timeout_s: float =
     if not os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and not broker.status().running:
         started = broker.start()  # the container's own broker, for this submission alone
     try:
+        (submission,) = find_submissions(folder, lab)
         grader = Grader(lab, work / "out", timeout_s=timeout_s, limits=limits)
-        submissions = find_submissions(folder, lab)
-        grader.new_record(submissions, submissions)
-        grader.prepare()
-        (result,) = grader.run(submissions)
+        try:
+            result = grader.grade(submission)
+        finally:
+            grader.close()
     except GradingError as err:
         result = Result(student=SUBMISSION_ID, status=Status.ERROR, detail=str(err))
     finally:

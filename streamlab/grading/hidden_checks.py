@@ -50,11 +50,11 @@ from ..lessons.checkpoint import Checkpoint
 from ..stack.kafka import RecordTooLarge, end_offsets, list_topics, read_topic
 from ..stack.paths import data_dir
 from ..stack.session import spark as get_spark
+from . import bounds
 from .bounds import FETCH_BYTES, RECORD_BYTES, TooLarge, scan_checkpoint
-from .outputs.results import TRACE_BATCHES, CheckResult
+from .outputs.results import CheckResult
 
 _HEX = re.compile(r"^[0-9a-f]{6}$")
-TRACE_ROWS = 20_000   # a batch's state larger than this is not read (and the trace says so)
 
 
 class CheckFailed(AssertionError):
@@ -102,9 +102,9 @@ class Artifacts:
     # -- the student's state beside the reference's, batch by batch
     def state_rows(self, ckpt: Checkpoint, batch: int, **options):
         """The state as of ``batch`` as a pandas table (``ckpt.state_table`` with ``batchId``), or None
-        when it holds more than ``TRACE_ROWS`` rows (a student's state is read only when it is small)."""
-        table = ckpt.state_table(self.spark(), max_rows=TRACE_ROWS + 1, batchId=batch, **options)
-        return None if len(table) > TRACE_ROWS else table
+        when it holds more than ``bounds.TRACE_ROWS`` rows (a student's state is read only when it is small)."""
+        table = ckpt.state_table(self.spark(), max_rows=bounds.TRACE_ROWS + 1, batchId=batch, **options)
+        return None if len(table) > bounds.TRACE_ROWS else table
 
     def inputs_by_batch(self, ckpt: Checkpoint, topic_name: str, limit: int = 100_000) -> dict[int, list]:
         """{batch: the values of the topic's records the query had read by the end of that batch}, for every
@@ -132,12 +132,12 @@ class Artifacts:
         reader (``stateVarName="..."`` for a transformWithState variable). The comparison is recorded for the
         feedback page (rows per batch, and the first difference)."""
         rows, diverged = [], None
-        for batch in sorted(expected)[:TRACE_BATCHES]:
+        for batch in sorted(expected)[:bounds.TRACE_BATCHES]:
             want = expected[batch]
             table = self.state_rows(ckpt, batch, **options)
             if table is None:
                 rows.append({"batch": batch, "yours": None, "reference": len(want), "differ": None,
-                             "example": f"more than {TRACE_ROWS} rows: not read"})
+                             "example": f"more than {bounds.TRACE_ROWS} rows: not read"})
                 diverged = batch if diverged is None else diverged
                 break
             got = read(table)

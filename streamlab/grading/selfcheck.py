@@ -9,7 +9,7 @@ read, and nothing is written next to it), and a grading worker runs nbgrader's a
 cells you edited are put back, the notebook runs top to bottom in a fresh kernel with the grader's
 isolation (its own Kafka topic prefix, checkpoint folder and process tag: whatever it leaves running,
 kernel and Spark JVM included, is stopped at the end) and limits (nbgrader_config.py's per-cell limit,
-``DEFAULT_TIMEOUT_S`` for the whole notebook), and nbgrader's gradebook scores each test cell (an
+``bounds.SUBMISSION_TIMEOUT_S`` for the whole notebook), and nbgrader's gradebook scores each test cell (an
 error, or any output on stderr, is 0 points; a number the cell ends with, partial credit). The worker
 answers with the same ``WorkerReport`` the grader reads; this module turns it into a table, naming for
 each part the cell that failed (read from the notebook as the worker saved it after every cell).
@@ -22,9 +22,14 @@ Lab authors, in the course's private repository: ``streamlab check NOTEBOOK --hi
 course from solutions/<lab>/ instead, as ``streamlab grade`` does, and the worker runs the lab's
 hidden_checks.py on what the notebook left: the table then shows each check, and the points the checks
 took back. ``keep=True`` (for benchmarks) keeps the run's data folder and topics (``SelfCheck.kept``).
+
+It is the grader (``run.grader.Grader``) built for one submission: made from the released lab (or solutions/ and
+its hidden checks), without the sandbox, each cell's notebook saved for the table; this module reads the parts
+from the worker's report the result holds.
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 import secrets
@@ -35,16 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..lessons.mistakes import learner_message
-from ..stack.kafka import bootstrap_servers
+from . import bounds
 from .labs import GradingError, labs_dir, nbgrader_config, solutions_dir
 from .outputs.results import CheckResult, Outcome, Status, WorkerReport
-from .run.course import course_for, make_template
-from .run.grader import DEFAULT_TIMEOUT_S
-from .run.submissions import SubmissionRefused, check_notebook_bytes, read_submitted_file
-from .sandbox.isolation import delete_prefixed, submission_environment
-from .workers.context import SubmissionContext
-from .workers.hidden import checks_file, file_sha256
-from .workers.warm import WarmWorker
+from .run.grader import Grader
+from .run.submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
+from .workers.hidden import checks_file
 
 
 @dataclass
@@ -69,7 +70,7 @@ class SelfCheck:
     tag: str = ""          # the process tag the run's processes carried
     limits: str = ""       # the time limits it ran with, as the report says them
     checks: list[CheckResult] = field(default_factory=list)  # the lab's hidden checks (--hidden-checks only)
-    kept: dict[str, str] = field(default_factory=dict)       # keep=True: {"data_dir", "topic_prefix"} of the run
+    kept: dict[str, str] = field(default_factory=dict)  # keep=True: {"data_dir", "topic_prefix", "work"} of the run
 
     def __post_init__(self):
         self.status = Status(self.status)
@@ -244,8 +245,9 @@ def changed_locked_cells(nb, released) -> list[str]:
 STUDENT = "you"  # the one submission's student id in the self-check's own course
 
 
-def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_timeout_s: float | None = None,
-                  bootstrap: str | None = None, hidden_checks: bool = False, keep: bool = False) -> SelfCheck:
+def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOUT_S,
+                  cell_timeout_s: float | None = None, bootstrap: str | None = None, hidden_checks: bool = False,
+                  keep: bool = False) -> SelfCheck:
     """Run a copy of ``notebook`` like the grader (see the module doc) and say how each part went.
     ``hidden_checks``: a lab author's run, from solutions/ and with the lab's hidden checks."""
     import nbformat
@@ -269,19 +271,15 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
     # Every process of the run carries this tag (the tests choose its start: STREAMLAB_GRADE_RUN_TAG)
     tag = f"{os.environ.get('STREAMLAB_GRADE_RUN_TAG') or 'check'}-{secrets.token_hex(4)}"
     workdir = Path(tempfile.mkdtemp(prefix="streamlab-check-"))
-    bootstrap = bootstrap or bootstrap_servers()
-    env = submission_environment(tag, bootstrap=bootstrap, workdir=workdir / "work")
     result = SelfCheck(str(notebook), Status.ERROR, notes=notes, tag=tag,
                        limits=f"limits: {timeout_s:g} s in all, {cell_timeout_s:g} s per cell")
     try:
-        checks = None
         if hidden_checks:  # a lab author's run: the lab as solutions/ holds it, and its hidden checks
             if path is None:
                 raise GradingError(f"no released lab in {labs_dir()} shares this notebook's cells, so its "
                                    f"hidden checks are not known (make labs releases it)")
             lab, name, source = path.parent.name, path.stem, solutions_dir() / path.parent.name
-            checks = checks_file(solutions_dir(), lab)
-            if checks is None:
+            if checks_file(solutions_dir(), lab) is None:
                 raise GradingError(f"{solutions_dir() / lab} has no hidden_checks.py")
         elif path is None:  # the lab is the notebook itself: its own test cells are the ones put back
             lab = name = re.sub(r"[^A-Za-z0-9_-]", "_", notebook.stem) or "notebook"
@@ -290,27 +288,28 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S, cell_
             (source / f"{name}.ipynb").write_bytes(data)
         else:
             lab, name, source = path.parent.name, path.stem, path.parent
-        make_template(workdir / "template", lab, source)
-        course = course_for(workdir / "template", workdir / "course", lab=lab, student=STUDENT,
-                            contents={name: data})
-        context = SubmissionContext(lab=lab, student=STUDENT, course=str(course), log=str(workdir / "run.log"),
-                                    env=env, cell_timeout=cell_timeout_s, progress=str(workdir / "progress.ipynb"))
-        worker = WarmWorker(f"{tag}-worker", cwd=workdir, log_path=workdir / "worker.log",
-                            env=submission_environment(f"{tag}-worker", bootstrap=bootstrap, workdir=workdir / "w"),
-                            checks=checks, checks_sha256=file_sha256(checks) if checks else None)
+        copy = workdir / "submitted" / f"{name}.ipynb"  # the bytes checked above: your file is only read
+        copy.parent.mkdir()
+        copy.write_bytes(data)
+        # The grader itself, without the sandbox (your own code, on your own machine), quiet, one submission
+        grader = Grader(lab, workdir / "out", source=source, hidden_checks=hidden_checks, timeout_s=timeout_s,
+                        cell_timeout_s=cell_timeout_s, limits=None, run_tag=tag, bootstrap=bootstrap,
+                        stream=io.StringIO(), progress=True, keep=keep)
         try:
-            report, _ = worker.report(context, timeout_s=timeout_s)
+            graded = grader.grade(Submission(STUDENT, {name: copy}, notebook))
         finally:
-            worker.close()
-        _read_report(result, report, workdir / "progress.ipynb", nb, released, config, cell_timeout_s, timeout_s)
-    except GradingError as err:  # the course could not be made, or the worker died without a report
+            grader.close()
+        if graded.report is None:  # refused before it ran, or the grader failed
+            result.status, result.detail = graded.status, _first_error(graded.detail)
+        else:
+            _read_report(result, graded.report, grader.progress_notebook(STUDENT), nb, released, config,
+                         cell_timeout_s, timeout_s)
+        result.kept = {**grader.kept.get(STUDENT, {}), "work": str(workdir)} if keep else {}
+    except GradingError as err:  # the course could not be made
         result.status, result.detail = Status.ERROR, _first_error(str(err))
     finally:
-        if keep:
-            result.kept = {"data_dir": env["STREAMLAB_DATA_DIR"], "topic_prefix": env["STREAMLAB_TOPIC_PREFIX"]}
-        else:
-            delete_prefixed(env["STREAMLAB_TOPIC_PREFIX"])
-            shutil.rmtree(workdir, ignore_errors=True)  # the checks' work folder too: it is beside "work", in it
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 1)
     return result
 

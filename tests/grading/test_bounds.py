@@ -202,3 +202,21 @@ def test_the_grader_walks_a_work_folder_nested_past_path_max_without_failing(nes
     _nest(work / "data", 500)  # 5,500 characters: past PATH_MAX, within what rmtree cleans
     (work / "data" / "link").symlink_to("/etc/passwd")
     assert untrusted_folder(work, readable=True) == ["data/link"]
+
+
+def test_every_bound_is_here():
+    """A limit is a line of bounds.py, named by what it bounds, never a constant of the module that enforces it: a
+    module-level number named like a bound (MAX_..., ..._BYTES, ..._MB, ..._S, ...) anywhere else in the grader fails
+    this test with its place."""
+    import re
+    from pathlib import Path
+
+    named_like_a_bound = re.compile(r"^((?:MAX|MIN)_\w+|\w+_(?:BYTES|CHARS|MB|S|ROWS|BATCHES|IDS|CONNECTIONS|TOPICS|"
+                                    r"PARTITIONS|FOLLOWED|DEPTH|SHOWN|PER_CHECK|NAMED))\s*(?::[^=]+)?=\s*[0-9(]", re.M)
+    grading = Path(bounds.__file__).parent
+    elsewhere = {f"{path.relative_to(grading)}: {name}" for path in sorted(grading.rglob("*.py"))
+                 if path.name != "bounds.py" for name in named_like_a_bound.findall(path.read_text(encoding="utf-8"))}
+    assert elsewhere == {"outputs/feedback.py: MIN_QUOTED", "release.py: MIN_KEY_LINE",  # thresholds, not caps
+                         "sandbox/kafka_requests.py: BROKER_DEFAULT_PARTITIONS"}, elsewhere  # a fact of the broker
+    here = named_like_a_bound.findall(Path(bounds.__file__).read_text(encoding="utf-8"))
+    assert {"KAFKA_TOPICS", "SUBMISSION_TIMEOUT_S", "TRACE_ROWS", "WORKER_MEMORY_MB", "NOTEBOOK_BYTES"} <= set(here)

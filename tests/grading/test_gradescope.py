@@ -25,7 +25,7 @@ import pytest
 
 from streamlab import grading
 from streamlab.grading import bounds, gradescope
-from streamlab.grading.outputs.results import CellGrade, Result, Status
+from streamlab.grading.outputs.results import CellGrade, Result, Status, WorkerReport
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = grading.find_labs()[0]
@@ -119,8 +119,9 @@ def _cells(*scores):
 
 
 def test_every_results_json_fits_gradescopes_format():
-    graded = Result("submission", Status.GRADED, score=3.0, max_score=4.0, seconds=41.6, cells=_cells(2.0, 1.0),
-                    checks=[{"name": "counts", "cells": ["test_1"], "passed": False, "detail": "u1: 3, not 4"}])
+    report = WorkerReport(Status.GRADED, 3.0, 4.0, cells=_cells(2.0, 1.0),
+                          checks=[{"name": "counts", "cells": ["test_1"], "passed": False, "detail": "u1: 3, not 4"}])
+    graded = Result("submission", Status.GRADED, score=3.0, max_score=4.0, seconds=41.6, report=report)
     results = _valid(gradescope.results_json(LAB, graded, box_note="Graded in the sandbox (...)."))
     assert results["score"] == 3.0 == sum(t["score"] for t in results["tests"])
     assert [t["status"] for t in results["tests"]] == ["passed", "failed"]
@@ -128,7 +129,7 @@ def test_every_results_json_fits_gradescopes_format():
     assert results["extra_data"] == {"lab": LAB, "status": "graded", "sandboxed": True}
     assert results["output_format"] == results["test_output_format"] == "text", "nothing a student made is HTML"
     for status in (Status.TIMED_OUT, Status.CRASHED, Status.INVALID, Status.LIMIT, Status.ERROR):
-        failed = Result("submission", status, detail="why", cells=[])
+        failed = Result("submission", status, detail="why")
         results = _valid(gradescope.results_json(LAB, failed, visibility="after_published",
                                                  box_note="Graded WITHOUT the sandbox: no bwrap."))
         assert results["score"] == 0 and results["tests"] == [] and "why" in results["output"]

@@ -29,6 +29,7 @@ from kafka.protocol.metadata import (
 from kafka.protocol.produce import ProduceRequest_v3
 from kafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
+from streamlab.grading import bounds
 from streamlab.grading.sandbox import kafka_requests as kr
 from streamlab.stack import console, kafka_settings
 
@@ -122,7 +123,7 @@ def test_read_frame_reads_whole_requests_and_none_at_the_end():
 
 @pytest.mark.parametrize("wire, why", [
     (struct.pack(">i", 2**31 - 1) + b"x" * 100, "2147483647 bytes"),  # "2 GB", refused before reading it
-    (struct.pack(">i", kr.MAX_REQUEST_BYTES + 1), "bytes"),
+    (struct.pack(">i", bounds.KAFKA_REQUEST_BYTES + 1), "bytes"),
     (struct.pack(">i", -8) + b"x" * 8, "-8 bytes"),
     (struct.pack(">i", 100) + b"x" * 10, "10 of 100 bytes"),  # the connection ends inside it
     (b"\x00\x00", "2 of 4 bytes"),
@@ -182,10 +183,10 @@ def test_50_topics_of_100_partitions_are_refused(version):
 
 def test_too_many_small_topics_are_refused():
     budget = kr.KafkaBudget()
-    answers = [budget.admit(create_topics(7, [(f"p-{i}", 1)])) for i in range(kr.MAX_TOPICS + 5)]
-    assert answers[:kr.MAX_TOPICS] == [None] * kr.MAX_TOPICS
-    assert all("topics" in why for why in answers[kr.MAX_TOPICS:])
-    assert budget.topics == kr.MAX_TOPICS
+    answers = [budget.admit(create_topics(7, [(f"p-{i}", 1)])) for i in range(bounds.KAFKA_TOPICS + 5)]
+    assert answers[:bounds.KAFKA_TOPICS] == [None] * bounds.KAFKA_TOPICS
+    assert all("topics" in why for why in answers[bounds.KAFKA_TOPICS:])
+    assert budget.topics == bounds.KAFKA_TOPICS
 
 
 @pytest.mark.parametrize("version", [0, 1, 3])
@@ -203,7 +204,7 @@ def test_what_the_labs_create_passes():
         assert budget.admit(create_topics(3, [(f"lab04-{i}", 2)])) is None
     assert budget.admit(create_topics(3, [("lab04-tx-batches", 1)])) is None
     assert budget.admit(create_partitions(1, [("lab05-jobinput", 3)])) is None
-    assert budget.partitions == 24 and budget.partitions * 10 < kr.MAX_PARTITIONS
+    assert budget.partitions == 24 and budget.partitions * 10 < bounds.KAFKA_PARTITIONS
 
 
 @pytest.mark.parametrize("version", [0, 1, 4, 8])

@@ -66,7 +66,7 @@ def test_a_check_result_is_one_type_from_the_checks_process_to_the_result_file()
     again = WorkerReport.from_json(report.to_json())
     assert again.checks == [check] and isinstance(again.checks[0], CheckResult)
     result = _result()
-    result.record(again)
+    result.take(again)
     assert Result.from_json(result.to_json()).checks == [check]
     with pytest.raises((KeyError, TypeError)):
         WorkerReport.from_json(json.dumps({"status": "graded", "checks": [{"passed": True}]}))
@@ -82,29 +82,35 @@ def _result(**changes) -> Result:
     return Result(**{"student": "ana", "status": Status.ERROR, "max_score": 6.0, **changes})
 
 
-def test_result_records_a_scored_report():
+def test_result_holds_a_scored_report_as_it_came():
     result = _result()
-    result.record(WorkerReport(status=Status.GRADED, score=4.0, max_score=6.0, startup_seconds=10.0,
-                               work_seconds=30.0, cells=[CellGrade("lab", "q1", 1.0, 1.0)]))
+    report = WorkerReport(status=Status.GRADED, score=4.0, max_score=6.0, startup_seconds=10.0, work_seconds=30.0,
+                          cells=[CellGrade("lab", "q1", 1.0, 1.0)], usage={"peak_memory_mb": 900})
+    result.take(report)
     assert (result.status, result.score, result.max_score, result.detail) == (Status.GRADED, 4.0, 6.0, "")
-    assert (result.startup_seconds, result.work_seconds, len(result.cells)) == (10.0, 30.0, 1)
+    assert result.report is report and (result.cells, result.usage) == (report.cells, {"peak_memory_mb": 900})
+    again = Result.from_json(result.to_json())
+    assert again == result and again.report == report and isinstance(again.report, WorkerReport)
+    assert json.loads(result.to_json())["report"]["startup_seconds"] == 10.0
 
 
 def test_result_records_no_result_as_zero_points():
     result = _result(score=3.0)
-    result.record(WorkerReport.no_result(Status.TIMED_OUT, "did not finish within 140 s"))
+    result.take(WorkerReport.no_result(Status.TIMED_OUT, "did not finish within 140 s"))
     assert (result.status, result.score, result.max_score) == (Status.TIMED_OUT, 0.0, 6.0)
     assert result.detail == "did not finish within 140 s"
 
 
-def test_result_round_trips_and_reads_what_earlier_versions_wrote():
-    result = _result(status=Status.GRADED, score=4.0, cells=[CellGrade("lab", "q1", 1.0, 1.0)])
+def test_result_round_trips_and_refuses_what_it_did_not_write():
+    result = _result(status=Status.GRADED, score=4.0,
+                     report=WorkerReport(Status.GRADED, 4.0, 6.0, cells=[CellGrade("lab", "q1", 1.0, 1.0)]))
     assert Result.from_json(result.to_json()) == result
     stored = json.loads(result.to_json())
-    assert stored["status"] == "graded" and stored["cells"] == [
+    assert stored["status"] == "graded" and stored["report"]["cells"] == [
         {"notebook": "lab", "grade_id": "q1", "score": 1.0, "max_score": 1.0, "auto_score": None}]
-    del stored["cells"][0]["auto_score"]  # written before nbgrader's own score was kept
-    assert Result.from_json(json.dumps(stored)).cells == result.cells
+    assert Result.from_json(json.dumps({**stored, "report": None})).cells == []  # never reached a worker
+    with pytest.raises((ValueError, TypeError)):
+        Result.from_json(json.dumps({**stored, "report": "graded"}))
     with pytest.raises((ValueError, TypeError)):
         Result.from_json(json.dumps({**stored, "status": "passed"}))
     with pytest.raises((ValueError, TypeError)):

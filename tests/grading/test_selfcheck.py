@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from streamlab import grading
+from streamlab.grading import bounds
 from streamlab.grading.outputs.results import Outcome, Status
-from streamlab.grading.run.grader import DEFAULT_TIMEOUT_S
 from streamlab.grading.selfcheck import (
     SelfCheck,
     changed_locked_cells,
@@ -199,11 +199,29 @@ def test_a_file_that_is_no_notebook_is_said_plainly(tmp_path):
     assert path.read_text() == "{ a broken download"
 
 
+def test_a_notebook_the_grader_refuses_is_refused_here_too(tmp_path):
+    """The self-check is the grader built for one submission, so it refuses what `streamlab grade` refuses, before
+    a cell runs: here a test cell made an answer cell and emptied (nbgrader puts a locked cell's source back, not
+    its flags). The self-check that redid the grader's steps its own way never read the cells' flags: nbgrader's
+    autograde failed on this notebook, and the learner read "grader error" and "this test cell is missing from your
+    notebook" for a cell that is there, never what they changed."""
+    nb = nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
+    test.metadata.nbgrader["solution"] = True
+    test.source = "pass  # my own test, always passing"
+    path = tmp_path / f"{LAB}.ipynb"
+    nbformat.write(nb, path)
+    result = run_selfcheck(path, bootstrap="127.0.0.1:1")  # nothing answers there: nothing may run
+    assert (result.status, result.exit_code, result.parts) == ("invalid notebook", 2, []), result
+    grade_id = test.metadata.nbgrader["grade_id"]
+    assert f"the lab's test cell {grade_id!r} has solution: true (the lab's: false)" in format_report(result)
+
+
 def test_the_command_uses_the_graders_limits():
     from streamlab.cli import build_parser
 
     args = build_parser().parse_args(["check", "x.ipynb"])
-    assert (args.timeout, args.cell_timeout) == (DEFAULT_TIMEOUT_S, None)  # None: nbgrader_config.py's, as grade
+    assert (args.timeout, args.cell_timeout) == (bounds.SUBMISSION_TIMEOUT_S, None)  # None: nbgrader_config's
     proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(ROOT / "no-such.ipynb")],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and "no-such.ipynb is missing" in proc.stdout, proc.stdout + proc.stderr
@@ -216,8 +234,9 @@ def test_the_docker_stack_gives_the_check_what_it_needs():
     jupyter = compose["services"]["jupyter"]
     assert jupyter["environment"]["KAFKA_BOOTSTRAP_SERVERS"], "the notebooks' Kafka"
     assert f"..:{jupyter['working_dir']}" in jupyter["volumes"], "the repository (labs/ included) is the working folder"
-    source = (ROOT / "streamlab" / "grading" / "selfcheck.py").read_text()
-    assert "bootstrap_servers()" in source and "127.0.0.1" not in source and "localhost" not in source
+    check, grader = ((ROOT / "streamlab" / "grading" / path).read_text() for path in ("selfcheck.py", "run/grader.py"))
+    assert "bootstrap=bootstrap" in check and "bootstrap or bootstrap_servers()" in grader, "the grader's own Kafka"
+    assert not any(host in text for host in ("127.0.0.1", "localhost") for text in (check, grader))
 
 
 @pytest.mark.labs
@@ -306,7 +325,7 @@ def test_reference_passes_every_part_and_every_hidden_check(tmp_path, run_tag):
     before = _snapshot(tmp_path)
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(path), "--hidden-checks"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=DEFAULT_TIMEOUT_S + 60)
+                          capture_output=True, text=True, cwd=tmp_path, timeout=bounds.SUBMISSION_TIMEOUT_S + 60)
     print(proc.stdout, f"({time.monotonic() - started:.0f} s)")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     tests = [c.metadata.nbgrader.grade_id for c in grading.released_notebook(LAB).cells if

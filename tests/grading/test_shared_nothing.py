@@ -144,9 +144,8 @@ def test_no_students_id_names_a_grader_file(tmp_path):
     from streamlab.grading.run.grader import Grader
     from streamlab.grading.run.submissions import name_problem
 
-    grader = Grader("lab01_stateless_vs_stateful", tmp_path / "out", jobs=2)
-    grader.bootstrap = "127.0.0.1:1"  # set by prepare(); no worker is started here
-    grader._start_workers()
+    grader = Grader("lab01_stateless_vs_stateful", tmp_path / "out", jobs=2, limits=None, bootstrap="127.0.0.1:1")
+    grader._start_workers()  # no submission is graded here
     workers = []
     try:
         workers = [grader._workers.get() for _ in range(2)]
@@ -159,4 +158,4 @@ def test_no_students_id_names_a_grader_file(tmp_path):
     finally:
         for worker in workers:
             grader._workers.put(worker)
-        grader._stop_workers()
+        grader.close()

@@ -11,7 +11,8 @@ import types
 import pandas as pd
 import pytest
 
-from streamlab.grading.hidden_checks import TRACE_ROWS, Artifacts, check, run_checks
+from streamlab.grading import bounds
+from streamlab.grading.hidden_checks import Artifacts, check, run_checks
 from streamlab.grading.outputs.results import CheckResult, clean_traces
 from streamlab.grading.outputs.verdicts import summary_html
 
@@ -70,7 +71,7 @@ def test_an_oversized_state_is_not_read_and_ends_the_trace():
     assert run.trace_state("t", None, REFERENCE, _counts) == 1
     rows = run.traces[0]["rows"]
     assert [r["batch"] for r in rows] == [0, 1], "nothing is read after an oversized batch"
-    assert rows[1]["yours"] is None and rows[1]["example"] == f"more than {TRACE_ROWS} rows: not read"
+    assert rows[1]["yours"] is None and rows[1]["example"] == f"more than {bounds.TRACE_ROWS} rows: not read"
 
 
 def test_each_check_result_carries_its_own_traces():
@@ -138,7 +139,7 @@ def test_a_real_checkpoint_is_read_batch_by_batch_and_a_large_state_is_not(kafka
         as_counts = lambda table: dict(zip(table["path"], table["count"]))  # noqa: E731
         assert run.trace_state("counts", ckpt, reference, as_counts) is None
         assert [r["yours"] for r in run.traces[0]["rows"]] == [80, 120, 120]
-        monkeypatch.setattr(hidden_checks, "TRACE_ROWS", 100)
+        monkeypatch.setattr(bounds, "bounds.TRACE_ROWS", 100)
         assert run.trace_state("counts", ckpt, reference, as_counts) == 1
         assert run.traces[1]["rows"][-1]["example"] == "more than 100 rows: not read"
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from streamlab.grading.outputs.results import CellGrade, Result, Status
+from streamlab.grading.outputs.results import CellGrade, Result, Status, WorkerReport
 from streamlab.grading.outputs.summary import cell_passed, load_results, points_withdrawn, summarise, write_summary
 
 CELLS = [("test_a", 1.0), ("test_b", 2.0), ("test_c", 2.0)]
@@ -16,7 +16,8 @@ def _result(student: str, scores: dict | None, status: Status = Status.GRADED, c
     cells = [CellGrade("lab", gid, scores.get(gid, 0.0), points, auto_score=tests.get(gid, 0.0))
              for gid, points in CELLS] if scores is not None else []
     total = sum(c.score for c in cells) if cells else 0.0
-    return Result(student=student, status=status, score=total, max_score=5.0, cells=cells, checks=list(checks))
+    report = WorkerReport(status, total, 5.0, cells=cells, checks=list(checks))
+    return Result(student=student, status=status, score=total, max_score=5.0, report=report)
 
 
 def class_results() -> list[Result]:
@@ -106,7 +107,7 @@ def test_points_withdrawn_needs_passing_tests_and_a_failed_check():
     assert points_withdrawn(faked, "test_b") and not points_withdrawn(faked, "test_a")
     assert not points_withdrawn(blank, "test_b") and not points_withdrawn(confirmed, "test_b")
     stored = json.loads(faked.to_json())
-    for cell in stored["cells"]:
+    for cell in stored["report"]["cells"]:
         del cell["auto_score"]  # a result written before nbgrader's own score was kept
     older = Result.from_json(json.dumps(stored))
     assert older.cells[1].auto_score is None and points_withdrawn(older, "test_b"), "no auto_score: as before"

@@ -24,8 +24,9 @@ from kafka.errors import (
 )
 from kafka.structs import OffsetAndMetadata
 
+from streamlab.grading import bounds
 from streamlab.grading.sandbox import box as sb
-from streamlab.grading.sandbox.tenancy import PRODUCE_BYTES_PER_S, Principal, produce_quota, sandbox_servers
+from streamlab.grading.sandbox.tenancy import Principal, produce_quota, sandbox_servers
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_a_principal_cannot_change_its_own_topics_configs(principal, listener, k
 
 def test_a_principal_has_a_produce_quota_until_it_is_removed(kafka_bootstrap, listener):
     made = Principal(kafka_bootstrap)
-    assert produce_quota(kafka_bootstrap, made.name) == PRODUCE_BYTES_PER_S
+    assert produce_quota(kafka_bootstrap, made.name) == bounds.KAFKA_PRODUCE_BYTES_PER_S
     made.remove()
     assert produce_quota(kafka_bootstrap, made.name) is None
 

@@ -61,9 +61,8 @@ def test_the_summary_names_students_graded_without_the_sandbox(tmp_path):
 
 def test_the_grader_refuses_where_no_sandbox_can_be_made(tmp_path, monkeypatch):
     monkeypatch.setattr("streamlab.grading.run.grader.unavailable_reason", lambda: "this is not Linux")
-    grader = Grader("lab01_stateless_vs_stateful", tmp_path / "out")
     with pytest.raises(GradingError, match="this is not Linux.*--no-sandbox"):
-        grader.prepare()
+        Grader("lab01_stateless_vs_stateful", tmp_path / "out")
 
 
 def test_checks_are_run_from_their_bytes_never_from_a_bytecode_cache(tmp_path):

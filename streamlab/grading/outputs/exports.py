@@ -30,13 +30,13 @@ from __future__ import annotations
 import csv
 import io
 
+from .. import bounds
 from ..labs import GradingError
 from .results import Result, Status, format_points, safe_row, spreadsheet_safe
 from .roster import Matched, Student
 
 FORMATS = ("canvas", "moodle", "csv")
 NO_SUBMISSION = "no submission"
-COMMENT_CHARS = 300   # a status's detail is cut here in comment columns
 EMPTY_IN_PHP = ("", "0")   # ids Moodle's importer takes for "no id" (PHP's empty())
 
 
@@ -47,7 +47,7 @@ def comment(result: Result | None) -> str:
     text = result.status_text
     if result.detail:
         text += f": {result.detail}"
-    return text if len(text) <= COMMENT_CHARS else text[:COMMENT_CHARS - 3] + "..."
+    return text if len(text) <= bounds.EXPORT_COMMENT_CHARS else text[:bounds.EXPORT_COMMENT_CHARS - 3] + "..."
 
 
 def score(result: Result | None) -> str:

@@ -119,7 +119,6 @@ STYLE_VALUE = re.compile(r"[#\w\s.,%+-]*|(?:rgba?|hsla?)\([\d\s.,%]*\)", re.A)
 # Elements whose content is not markup: dropped with it (a script leaves a note), or kept as text.
 DROPPED_CONTENT = frozenset({"script", "style", "iframe", "noembed", "noframes", "noscript", "xmp"})
 TEXT_CONTENT = frozenset({"textarea", "title"})
-MAX_DEPTH = 100                              # nested elements kept; deeper tags are taken out, their text kept
 LINK_SCHEMES = ("http", "https", "mailto")
 IMAGE_DATA = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]")
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
@@ -221,7 +220,7 @@ class _Writer:
         self.open: list[str] = []
 
     def start(self, tag: str, attributes: list[tuple[str, str]]) -> None:
-        if tag not in ALLOWED_TAGS or len(self.open) >= MAX_DEPTH:
+        if tag not in ALLOWED_TAGS or len(self.open) >= bounds.FEEDBACK_HTML_DEPTH:
             return
         ends, stops = _IMPLIED_ENDS.get(tag, ({"p"}, _CONTAINERS) if tag in _BLOCKS else ((), ()))
         for element in reversed(self.open if ends else ()):
@@ -310,7 +309,6 @@ def sanitize_html(text: str) -> str:
 # An output's representations, in the order the page shows the first one present (nbconvert's HTMLExporter);
 # the rest (JavaScript, widgets, anything unknown) are script or nothing the page shows.
 SHOWN = ("text/html", "text/markdown", "image/svg+xml", "text/latex", "image/png", "image/jpeg")
-SOURCE_SHOWN = 10_000                       # characters of a code cell's source kept when it is over a limit
 RENDERED_MARKDOWN = "streamlab-rendered"    # class of the <div> holding a markdown cell's sanitised HTML
 
 
@@ -496,7 +494,7 @@ def inert_feedback():
             elif cell.cell_type == "code":
                 note = self._within("text", _size(cell.source), self.cell_bytes)
                 if note:
-                    cell.source = cell.source[:SOURCE_SHOWN] + "\n# " + note
+                    cell.source = cell.source[:bounds.FEEDBACK_SOURCE_CHARS] + "\n# " + note
                 count = cell.get("execution_count")
                 cell.execution_count = count if isinstance(count, int) and not isinstance(count, bool) else None
                 cell.outputs = self._outputs(cell.get("outputs", []))

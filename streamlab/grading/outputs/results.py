@@ -12,8 +12,8 @@ Statuses (grades.csv shows these strings):
     grader error      something failed that is not the student's doing (graded again next run)
 
 The worker (the child process that runs nbgrader for one student) writes a ``WorkerReport`` as
-JSON; the grader reads it into the student's ``Result``, which is kept in ``OUT/results/<student>.json``
-and becomes one row of ``grades.csv``.
+JSON; the student's ``Result`` holds it as it came, is kept in ``OUT/results/<student>.json`` and becomes
+one row of ``grades.csv``.
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
+
+from .. import bounds
 
 CSV_COLUMNS = ["student", "score", "max_score", "status", "seconds", "detail", "file"]
 
@@ -64,8 +66,6 @@ def _cells(raw: list) -> list[CellGrade]:
     return [cell if isinstance(cell, CellGrade) else CellGrade(**cell) for cell in raw]
 
 
-TRACE_BATCHES = 40   # a state trace shows at most this many batches (the first ones)
-TRACES_PER_CHECK = 8
 
 
 def _int_or_none(value):
@@ -81,10 +81,10 @@ def clean_traces(traces) -> list[dict]:
         rows = [{"batch": _int_or_none(r.get("batch")), "yours": _int_or_none(r.get("yours")),
                  "reference": _int_or_none(r.get("reference")), "differ": _int_or_none(r.get("differ")),
                  "example": str(r.get("example", ""))[:200]}
-                for r in trace["rows"][:TRACE_BATCHES] if isinstance(r, dict)]
+                for r in trace["rows"][:bounds.TRACE_BATCHES] if isinstance(r, dict)]
         kept.append({"title": str(trace.get("title", ""))[:120], "rows": rows,
                      "diverged_at": _int_or_none(trace.get("diverged_at"))})
-    return kept[:TRACES_PER_CHECK]
+    return kept[:bounds.TRACES_PER_CHECK]
 
 
 @dataclass
@@ -158,7 +158,9 @@ class WorkerReport:
 
 @dataclass
 class Result:
-    """One student's outcome: a row of grades.csv, and what the grader keeps to skip it next time."""
+    """One student's outcome: a row of grades.csv, and what the grader keeps to skip it next time. ``report`` is the
+    worker's report as it came (None when the submission never reached a worker: invalid, or the grader failed);
+    the cells' scores, the hidden checks' verdicts, the timings and the usage are read from it."""
     student: str
     status: Status
     score: float = 0.0
@@ -169,21 +171,18 @@ class Result:
     sha256: str = ""
     solution_sha256: str = ""
     grader: str = ""                 # runinfo.grader_version() of the code that graded it
-    startup_seconds: float | None = None
-    work_seconds: float | None = None
-    cells: list[CellGrade] = field(default_factory=list)
-    checks: list[CheckResult] = field(default_factory=list)
-    checks_seconds: float | None = None
     feedback: str = ""
     log: str = ""
     graded_at: str = ""
     sandboxed: bool = True
-    usage: dict = field(default_factory=dict)
+    report: WorkerReport | None = None
 
     def __post_init__(self):
         self.status = Status(self.status)
-        self.cells = _cells(self.cells)
-        self.checks = _checks(self.checks)
+        if isinstance(self.report, dict):
+            self.report = WorkerReport(**self.report)
+        if self.report is not None and not isinstance(self.report, WorkerReport):
+            raise TypeError("report must be a worker's report")
         for name in ("score", "max_score", "seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -196,20 +195,26 @@ class Result:
         """The status as grades.csv shows it: a submission graded without the sandbox says so."""
         return self.status.value if self.sandboxed else f"{self.status.value} (no sandbox)"
 
-    def record(self, report: WorkerReport) -> None:
-        """Take the worker's outcome: its score if it has one, else 0 points and why."""
-        self.startup_seconds = report.startup_seconds
-        self.work_seconds = report.work_seconds
-        self.cells = list(report.cells)
-        self.checks = list(report.checks)
-        self.checks_seconds = report.checks_seconds
-        self.usage = dict(report.usage)
-        self.status = report.status
-        self.detail = report.detail
+    def take(self, report: WorkerReport) -> None:
+        """Take the worker's report: its status and score if it has one, else 0 points and why."""
+        self.report = report
+        self.status, self.detail = report.status, report.detail
         if report.scored:
             self.score, self.max_score = float(report.score), float(report.max_score)
         else:
             self.score = 0.0
+
+    @property
+    def cells(self) -> list[CellGrade]:
+        return list(self.report.cells) if self.report else []
+
+    @property
+    def checks(self) -> list[CheckResult]:
+        return list(self.report.checks) if self.report else []
+
+    @property
+    def usage(self) -> dict:
+        return dict(self.report.usage) if self.report else {}
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)

@@ -14,10 +14,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from .. import bounds
 from ..labs import generate_from_solutions
 from .submissions import SubmissionRefused, read_submitted_file
-
-EXTRA_FILE_BYTES = 64 * 1024  # nbgrader's timestamp.txt: one line
 
 
 def make_template(template: Path, lab: str, source: Path) -> float:
@@ -45,7 +44,7 @@ def course_for(template: Path, course: Path, *, lab: str, student: str, contents
         for name, data in contents.items():  # content only: the original is untouched
             (target / f"{name}.ipynb").write_bytes(data)
         for path in extra:
-            (target / path.name).write_bytes(read_submitted_file(path, limit=EXTRA_FILE_BYTES))
+            (target / path.name).write_bytes(read_submitted_file(path, limit=bounds.EXTRA_FILE_BYTES))
     except SubmissionRefused:
         shutil.rmtree(course, ignore_errors=True)
         raise

@@ -38,6 +38,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ...stack.kafka import bootstrap_servers
+from .. import bounds
 from ..labs import GradingError, solutions_dir
 from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
 from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
@@ -48,34 +49,46 @@ from ..sandbox.limits import Limits, remove_control_groups, unmount
 from ..sandbox.tenancy import sandbox_servers
 from ..workers.context import SubmissionContext
 from ..workers.hidden import checks_file, checks_work, file_sha256
-from ..workers.warm import WORKER_MEMORY_MB, WarmWorker
+from ..workers.warm import WarmWorker
 from .course import course_for, make_template
 from .progress import Progress
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
 from .shards import WHOLE, Shard, shard_key
 from .submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
 
-DEFAULT_TIMEOUT_S = 900
 DEFAULT_LIMITS = Limits()
 
 
 class Grader:
-    def __init__(self, lab: str, out: Path, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 cell_timeout_s: float | None = None, force: bool = False, jobs: int = 1,
-                 run_tag: str | None = None, stream=None, limits: Limits | None = DEFAULT_LIMITS,
-                 shard: Shard = WHOLE, roster=None):
+    """One lab's grader, built whole: the constructor does, once, everything each submission's grading needs (the
+    sandbox's check, the lab's template and fingerprint, its hidden checks and their hash, the broker and the
+    sandbox's listener, the output folders); ``grade`` grades one submission into one ``Result`` that holds the
+    worker's report; ``run`` grades a folder's shard of them with ``jobs`` warm workers and writes the run's files.
+
+    ``source``: the folder the lab's template is made from, ``solutions/<lab>/`` (the grader's) or a released lab or
+    a notebook's own folder (``streamlab check``); ``hidden_checks``: run the lab's ``hidden_checks.py`` after the
+    notebook. ``limits=None`` grades without the sandbox. ``progress``: each kernel saves the notebook after every
+    cell in ``OUT/progress/<student>.ipynb`` (the self-check reads it); ``keep``: a submission's data folder and
+    topics are left after it (``kept``, for benchmarks). ``bootstrap``: the Kafka to use, found when not given.
+    """
+
+    def __init__(self, lab: str, out: Path, *, source: Path | None = None, hidden_checks: bool = True,
+                 timeout_s: float = bounds.SUBMISSION_TIMEOUT_S, cell_timeout_s: float | None = None,
+                 force: bool = False, jobs: int = 1, run_tag: str | None = None, stream=None,
+                 limits: Limits | None = DEFAULT_LIMITS, shard: Shard = WHOLE, roster=None,
+                 bootstrap: str | None = None, progress: bool = False, keep: bool = False):
         self.lab = lab
         self.shard = shard
         self.roster = roster  # roster.Matched: its columns in grades.csv, its gaps on the summary page
-        self.record: RunRecord | None = None
-        self.progress: Progress | None = None
-        self._fresh_seconds: list[float] = []   # how long each submission graded in this run took
         self.limits = limits  # the sandbox's; None: --no-sandbox (each submission runs with the grader's own powers)
         self.out = Path(out).resolve()
         self.timeout_s = timeout_s
         self.cell_timeout_s = cell_timeout_s
         self.force = force
         self.jobs = max(1, jobs)
+        self.progress_notebooks = progress
+        self.keep = keep
+        self.kept: dict[str, dict[str, str]] = {}  # keep=True: {student: {"data_dir", "topic_prefix"}}
         # Every process of this run carries "<run tag>-<student>" in STREAMLAB_GRADE_TAG; the tests
         # choose the run tag (STREAMLAB_GRADE_RUN_TAG) to check that none is left behind.
         self.run_tag = run_tag or os.environ.get("STREAMLAB_GRADE_RUN_TAG") or f"grade-{secrets.token_hex(4)}"
@@ -86,20 +99,10 @@ class Grader:
         self.feedback_dir = self.out / "feedback"
         self.logs_dir = self.out / "logs"
         self.grader_dir = self.out / "grader"  # the grader's own files: no student's id names one
-        self.max_score = 0.0
-        self.solution_sha256 = ""
-        self.grader = grader_version()  # a result graded by other code is graded again
-        self.checks: Path | None = None
-        self.checks_sha256: str | None = None
+        self.progress: Progress | None = None
+        self._fresh_seconds: list[float] = []   # how long each submission graded in this run took
         self._workers: queue.Queue[WarmWorker] | None = None
-
-    def say(self, text: str) -> None:
-        with self._print_lock:
-            print(text, file=self.stream, flush=True)
-
-    # -- set-up
-    def prepare(self) -> None:
-        if self.limits is not None:
+        if limits is not None:
             reason = unavailable_reason()
             if reason:
                 raise GradingError(f"cannot make the grading sandbox on this machine: {reason}. Grading "
@@ -107,22 +110,30 @@ class Grader:
                                    f"do that only for code you trust")
         for folder in (self.results_dir, self.feedback_dir, self.logs_dir, self.grader_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        self.solution_sha256, _ = lab_fingerprint(self.lab)
+        self.source = Path(source) if source is not None else solutions_dir() / lab
+        self.grader = grader_version()  # a result graded by other code is graded again
+        self.solution_sha256, _ = lab_fingerprint(self.source)
         # The lab's hidden checks run in each worker; its hash makes a rewritten file refuse to run.
-        self.checks = checks_file(solutions_dir(), self.lab)
+        self.checks = checks_file(solutions_dir(), lab) if hidden_checks else None
         self.checks_sha256 = file_sha256(self.checks) if self.checks else None
-        self.max_score = make_template(self.template, self.lab, solutions_dir() / self.lab)
-        self.bootstrap = bootstrap_servers()  # resolved once: every kernel uses this Kafka
+        self.max_score = make_template(self.template, lab, self.source)
+        self.bootstrap = bootstrap or bootstrap_servers()  # resolved once: every kernel uses this Kafka
         # the broker's SANDBOX listener: each sandbox's Kafka connections are then a principal's of its own
-        self.sandbox_listener = sandbox_servers(self.bootstrap) if self.limits is not None else None
-        if self.limits is not None:
+        self.sandbox_listener = sandbox_servers(self.bootstrap) if limits is not None else None
+        if limits is not None:
             self.say(f"Kafka: each submission's own topics only, enforced by Kafka's ACLs ({self.sandbox_listener})"
                      if self.sandbox_listener else
                      f"Kafka: the broker at {self.bootstrap} has no SANDBOX listener (streamlab's brokers do), so "
                      f"submissions are kept apart by topic prefix only, not by Kafka")
 
+    def say(self, text: str) -> None:
+        with self._print_lock:
+            print(text, file=self.stream, flush=True)
+
     # -- one student
-    def _previous(self, submission: Submission, sha: str) -> Result | None:
+    def graded_before(self, submission: Submission) -> Result | None:
+        """The result an earlier run wrote for these very bytes with this lab, grader and sandbox, if it is final
+        and its feedback is there (``force``: never)."""
         path = self.results_dir / f"{submission.student}.json"
         if self.force or not path.exists():
             return None
@@ -132,24 +143,21 @@ class Grader:
             self.say(f"{submission.student}: {path} is not a result this grader wrote "
                      f"({type(err).__name__}); grading again")
             return None
-        if (previous.sha256 == sha and previous.solution_sha256 == self.solution_sha256
+        if (previous.sha256 == submission.sha256() and previous.solution_sha256 == self.solution_sha256
                 and previous.grader == self.grader and previous.sandboxed == (self.limits is not None)
                 and previous.status.is_final and Path(previous.feedback).exists()):
             return previous
         return None
 
-    def grade_one(self, submission: Submission) -> tuple[Result, bool]:
-        """Grade one submission (or take its earlier result); returns (result, skipped)."""
-        sha = submission.sha256()
-        previous = self._previous(submission, sha)
-        if previous is not None:
-            return previous, True
+    def grade(self, submission: Submission) -> Result:
+        """Grade one submission: read it, make its course, run it in its box, clean up; its result is written to
+        ``OUT/results/<student>.json`` and holds the worker's report."""
         started = time.monotonic()
         result = Result(student=submission.student, status=Status.ERROR, max_score=self.max_score,
-                        file=str(submission.origin), sha256=sha, solution_sha256=self.solution_sha256,
-                        grader=self.grader, log=str(self.logs_dir / f"{submission.student}.log"),
-                        graded_at=datetime.now().isoformat(timespec="seconds"),
-                        sandboxed=self.limits is not None)
+                        file=str(submission.origin), sha256=submission.sha256(),
+                        solution_sha256=self.solution_sha256, grader=self.grader,
+                        log=str(self.logs_dir / f"{submission.student}.log"),
+                        graded_at=datetime.now().isoformat(timespec="seconds"), sandboxed=self.limits is not None)
         try:
             problems, contents = ([submission.refused], {}) if submission.refused else self._read(submission)
             course = None
@@ -172,11 +180,15 @@ class Grader:
             page.write_text(status_page(result, self.lab), encoding="utf-8")
             result.feedback = str(page)
         (self.results_dir / f"{submission.student}.json").write_text(result.to_json())
-        return result, False
+        return result
+
+    def progress_notebook(self, student: str) -> Path:
+        """Where the kernel saves ``student``'s notebook after every cell (``progress=True``)."""
+        return self.out / "progress" / f"{student}.ipynb"
 
     def _read(self, submission: Submission) -> tuple[list[str], dict[str, bytes]]:
-        """Each submitted notebook read once (bounded, never through a link) and checked against the lab:
-        (why not, for each that fails; {notebook name: its bytes} for the others)."""
+        """Each submitted notebook read once (bounded, never through a link) and checked against the lab's source
+        notebook: (why not, for each that fails; {notebook name: its bytes} for the others)."""
         problems, contents = [], {}
         for name, path in submission.files.items():
             try:
@@ -184,7 +196,7 @@ class Grader:
             except SubmissionRefused as refusal:
                 problems.append(str(refusal))
                 continue
-            problem = check_notebook_bytes(data, path.name, lab=self.lab, name=name)
+            problem = check_notebook_bytes(data, path.name, source=self.source / f"{name}.ipynb")
             if problem:
                 problems.append(problem)
             contents[name] = data
@@ -198,11 +210,16 @@ class Grader:
         (self.out / "work").mkdir(exist_ok=True)
         slug = re.sub(r"[^A-Za-z0-9_.@+-]", "_", student)[:40]
         workdir = Path(tempfile.mkdtemp(prefix=f"{slug}-", dir=self.out / "work"))
+        progress = None
+        if self.progress_notebooks:
+            progress = self.progress_notebook(student)
+            progress.parent.mkdir(exist_ok=True)
         context = SubmissionContext(lab=lab, student=student, course=str(course), log=result.log,
                                     env=submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir),
                                     cell_timeout=self.cell_timeout_s,
                                     limits=asdict(self.limits) if self.limits is not None else None,
-                                    sandbox_listener=self.sandbox_listener)
+                                    sandbox_listener=self.sandbox_listener,
+                                    progress=str(progress) if progress else None)
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:
@@ -212,7 +229,7 @@ class Grader:
                 report = WorkerReport.no_result(
                     Status.ERROR, f"the Kafka broker stopped answering while this submission was graded ({broken}): "
                                   f"not the student's doing; it is graded again by the next run", usage=report.usage)
-            result.record(report)
+            result.take(report)
             if report.scored:
                 result.feedback = str(self._keep_feedback(course, result))
                 if killed and result.status == Status.GRADED:
@@ -220,11 +237,15 @@ class Grader:
                         f"{killed} process(es) left running were stopped"
         finally:
             self._workers.put(worker)
-            delete_prefixed(context.topic_prefix)
-            for folder in (workdir, checks_work(workdir / "data")):  # the submission's, the hidden checks'
-                remove_control_groups(folder)  # the worker removes them; a worker that was killed could not
-                unmount(folder)
-                shutil.rmtree(folder, ignore_errors=True)
+            if self.keep:
+                self.kept[student] = {"data_dir": context.env["STREAMLAB_DATA_DIR"],
+                                      "topic_prefix": context.topic_prefix}
+            else:
+                delete_prefixed(context.topic_prefix)
+                for folder in (workdir, checks_work(workdir / "data")):  # the submission's, the hidden checks'
+                    remove_control_groups(folder)  # the worker removes them; a worker that was killed could not
+                    unmount(folder)
+                    shutil.rmtree(folder, ignore_errors=True)
             shutil.rmtree(course, ignore_errors=True)  # its feedback was copied out
 
     def _worker_pool(self) -> queue.Queue[WarmWorker]:
@@ -242,9 +263,10 @@ class Grader:
             env = submission_environment(tag, bootstrap=self.bootstrap, workdir=workdir)
             self._workers.put(WarmWorker(tag, env=env, cwd=workdir, log_path=self.grader_dir / f"worker{number}.log",
                                          checks=self.checks, checks_sha256=self.checks_sha256,
-                                         memory_mb=WORKER_MEMORY_MB if self.limits is not None else None))
+                                         memory_mb=bounds.WORKER_MEMORY_MB if self.limits is not None else None))
 
-    def _stop_workers(self) -> None:
+    def close(self) -> None:
+        """Stop the warm workers (``run`` does, when it ends; a caller of ``grade`` does, when done)."""
         if self._workers is None:
             return
         while not self._workers.empty():
@@ -272,30 +294,30 @@ class Grader:
         return target
 
     # -- all students
-    def new_record(self, folder: list[Submission], submissions: list[Submission]) -> RunRecord:
+    def _new_record(self, folder: list[Submission], submissions: list[Submission]) -> RunRecord:
         """The run record (OUT/run.json) of grading ``submissions``, this run's shard of ``folder``."""
-        solution, checks = lab_fingerprint(self.lab)
         settings = grading_settings(sandbox=asdict(self.limits) if self.limits is not None else None,
                                     timeout_s=self.timeout_s, cell_timeout_s=self.cell_timeout_s)
-        self.record = RunRecord(lab=self.lab, shard=str(self.shard),
-                                students={s.student: shard_key(s) for s in submissions},
-                                folder_total=len(folder), folder_sha256=folder_digest([shard_key(s) for s in folder]),
-                                solution_sha256=solution, checks_sha256=checks, grader=self.grader,
-                                settings=settings)
-        return self.record
+        return RunRecord(lab=self.lab, shard=str(self.shard), students={s.student: shard_key(s) for s in submissions},
+                         folder_total=len(folder), folder_sha256=folder_digest([shard_key(s) for s in folder]),
+                         solution_sha256=self.solution_sha256, checks_sha256=self.checks_sha256, grader=self.grader,
+                         settings=settings)
 
-    def run(self, submissions: list[Submission]) -> list[Result]:
+    def run(self, submissions: list[Submission], *, folder: list[Submission] | None = None) -> list[Result]:
+        """Grade ``submissions`` (this run's shard of ``folder``, the whole of it by default), ``jobs`` at a time;
+        a submission graded before (``graded_before``) is skipped. Writes grades.csv, run.json and summary.html."""
         total = len(submissions)
         results: dict[str, Result] = {}
         lock = threading.Lock()
         counter = iter(range(1, total + 1))
-        self.out.mkdir(parents=True, exist_ok=True)
-        record = self.record or self.new_record(submissions, submissions)
+        record = self._new_record(submissions if folder is None else folder, submissions)
         record.write(self.out)  # not finished yet: a merge refuses this output until the run ends
         self.progress = Progress(total, "progress" if self.shard == WHOLE else f"shard {self.shard}")
 
         def one(submission: Submission) -> None:
-            result, skipped = self.grade_one(submission)
+            previous = self.graded_before(submission)
+            result = previous or self.grade(submission)
+            skipped = previous is not None
             with lock:
                 results[submission.student] = result
                 number = next(counter)
@@ -325,7 +347,7 @@ class Grader:
             raise
         finally:
             pool.shutdown(wait=True)
-            self._stop_workers()
+            self.close()
         ordered = [results[s.student] for s in submissions]
         write_csv(self.out / "grades.csv", ordered, roster=self.roster)
         record.finished_at = now()

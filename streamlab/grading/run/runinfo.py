@@ -19,22 +19,23 @@ from datetime import datetime
 from pathlib import Path
 
 from ...stack.paths import project_root
-from ..labs import solutions_dir
 from ..outputs.results import write_atomically
 
 RUN_FILE = "run.json"      # one grading run (a shard, or the whole folder)
 RUNS_FILE = "runs.json"    # a merged output: the runs that made it
 
 
-def lab_fingerprint(lab: str) -> tuple[str, str | None]:
-    """The lab's version: (hash of solutions/<lab>/ and nbgrader_config.py, hash of its hidden_checks.py)."""
+def lab_fingerprint(source: Path) -> tuple[str, str | None]:
+    """The lab's version, from the folder its template is made from (``solutions/<lab>/``, or a released lab): (hash
+    of that folder and nbgrader_config.py, hash of its hidden_checks.py)."""
+    source = Path(source)
     digest = hashlib.sha256()
-    for path in sorted((solutions_dir() / lab).rglob("*")):
+    for path in sorted(source.rglob("*")):
         if path.is_file() and not {".ipynb_checkpoints", "__pycache__"} & set(path.parts):
-            digest.update(str(path.relative_to(solutions_dir())).encode())
+            digest.update(str(path.relative_to(source.parent)).encode())
             digest.update(path.read_bytes())
     digest.update((project_root() / "nbgrader_config.py").read_bytes())
-    checks = solutions_dir() / lab / "hidden_checks.py"
+    checks = source / "hidden_checks.py"
     return digest.hexdigest(), (hashlib.sha256(checks.read_bytes()).hexdigest() if checks.is_file() else None)
 
 

@@ -31,11 +31,10 @@ from .. import bounds
 from ..labs import GradingError, lab_notebooks, solutions_dir
 
 SUFFIX = ".ipynb"
-MAX_NAME_CHARS = 100
 PLAIN_CHARS = re.compile(r"[A-Za-z0-9_.@+ -]+")
 RULE = (f"a student's id is the exact file or folder name, so it may use only ASCII letters, digits, single "
-        f"spaces and _ . @ + - (1 to {MAX_NAME_CHARS} characters, not starting with . or - or a space, not ending "
-        f"with a space, no ..): rename it and grade again")
+        f"spaces and _ . @ + - (1 to {bounds.STUDENT_ID_CHARS} characters, not starting with . or - or a space, not "
+        f"ending with a space, no ..): rename it and grade again")
 # A refused name's id: '~' is not a plain name's character, so no student's own name can ever equal it.
 REFUSED_PREFIX = "invalid~"
 
@@ -69,7 +68,7 @@ def name_problem(raw: str) -> str | None:
     """Why ``raw`` (a file's name without ``.ipynb``, or a folder's name) is not a plain name, or None."""
     if not raw:
         return "it is empty"
-    if len(raw) > MAX_NAME_CHARS:
+    if len(raw) > bounds.STUDENT_ID_CHARS:
         return f"it is {len(raw)} characters long"
     odd = sorted({c for c in raw if not PLAIN_CHARS.fullmatch(c)})
     if odd:
@@ -302,12 +301,13 @@ def check_notebook(path: Path, lab: str | None = None, name: str | None = None) 
         data = read_submitted_file(path)
     except SubmissionRefused as refusal:
         return str(refusal)
-    return check_notebook_bytes(data, path.name, lab=lab, name=name)
+    return check_notebook_bytes(data, path.name, source=lab_source(lab, name) if lab is not None else None)
 
 
-def check_notebook_bytes(data: bytes, shown: str, lab: str | None = None, name: str | None = None) -> str | None:
+def check_notebook_bytes(data: bytes, shown: str, *, source: Path | None = None) -> str | None:
     """``check_notebook`` for a file already read (``read_submitted_file``): ``shown`` is its name in the
-    reasons. The grader reads each submitted file once and checks those bytes."""
+    reasons; with ``source`` (the lab's notebook the grader's template is made from), its grade cells too. The
+    grader reads each submitted file once and checks those bytes."""
     import nbformat
 
     try:
@@ -333,28 +333,25 @@ def check_notebook_bytes(data: bytes, shown: str, lab: str | None = None, name: 
     except Exception as err:  # nbformat raises several kinds of errors for broken notebooks
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return f"{shown} is not a valid Jupyter notebook ({first})"
-    if lab is not None:
-        problem = check_grade_cells(notebook, lab_source_notebook(lab, name))
+    if source is not None:
+        problem = check_grade_cells(notebook, nbformat.read(source, as_version=4))
         if problem:
             return f"{shown}: {problem}"
     return None
 
 
-def lab_source_notebook(lab: str, name: str | None = None):
-    """The lab's source notebook (``solutions/<lab>/<name>.ipynb``): nbgrader's gradebook is made from it, and
+def lab_source(lab: str, name: str | None = None) -> Path:
+    """The lab's source notebook, ``solutions/<lab>/<name>.ipynb``: nbgrader's gradebook is made from it, and
     the released notebook students work in carries the same nbgrader cells."""
-    import nbformat
-
     if name is None:
         names = lab_notebooks(lab)
         if len(names) != 1:
             raise ValueError(f"{lab} has {len(names)} notebooks: say which one")
         name = names[0]
-    return nbformat.read(solutions_dir() / lab / f"{name}{SUFFIX}", as_version=4)
+    return solutions_dir() / lab / f"{name}{SUFFIX}"
 
 
 FLAGS = ("grade", "solution", "locked", "task")   # nbgrader's flags of a cell, compared with the lab's
-MAX_PROBLEMS = 3   # named in a refusal (the count says how many there are)
 
 
 def _nbgrader(cell):
@@ -417,6 +414,6 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
             problems.append(f"the lab's {_role(lab_meta)} cell {grade_id!r} is missing")
     if not problems:
         return None
-    more = f" (and {len(problems) - MAX_PROBLEMS} more)" if len(problems) > MAX_PROBLEMS else ""
-    return "its nbgrader cells differ from the lab's: " + "; ".join(problems[:MAX_PROBLEMS]) + more
+    more = f" (and {len(problems) - bounds.PROBLEMS_NAMED} more)" if len(problems) > bounds.PROBLEMS_NAMED else ""
+    return "its nbgrader cells differ from the lab's: " + "; ".join(problems[:bounds.PROBLEMS_NAMED]) + more
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ...stack.java import find_java
 from ...stack.paths import PACKAGE_DIR, cache_dir
+from .. import bounds
 from ..bounds import FOLDER_DEPTH, bounded_kernel_client
 from .door import KafkaDoor
 from .kafka_requests import KafkaBudget
@@ -361,10 +362,9 @@ def kernel_output(env: dict[str, str]) -> Path:
     return Path(env["STREAMLAB_DATA_DIR"]).parent / "kernel-output.log"
 
 
-OUTPUT_TAIL_BYTES = 64 * 1024  # of a kernel's or the checks' output, copied into the student's log afterwards
 
 
-def output_tail(path: Path, max_bytes: int = OUTPUT_TAIL_BYTES) -> str:
+def output_tail(path: Path, max_bytes: int = bounds.OUTPUT_TAIL_BYTES) -> str:
     """The last ``max_bytes`` of ``path``, a file the submission could have written or replaced: opened without
     following a link or blocking, read only if it is a regular file ('' otherwise)."""
     import stat

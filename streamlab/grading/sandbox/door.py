@@ -9,10 +9,9 @@ import sys
 import threading
 from pathlib import Path
 
+from .. import bounds
 from .boot import close_both, pump
 from .kafka_requests import KafkaBudget, RefusedRequest, read_frame
-
-DOOR_CONNECTIONS = 64  # open at once, per sandbox (a lab's Spark query and clients use ~10)
 
 
 class KafkaDoor:
@@ -26,7 +25,7 @@ class KafkaDoor:
     one more is closed at once, and counted in ``refused``.
     """
 
-    def __init__(self, path: Path | None, open_outer, *, max_connections: int = DOOR_CONNECTIONS,
+    def __init__(self, path: Path | None, open_outer, *, max_connections: int = bounds.KAFKA_CONNECTIONS,
                  budget: KafkaBudget | None = None, server: socket.socket | None = None):
         """``path``: the socket file to make; or ``server``, a socket already bound (a classroom student's door
         listens on TCP, ``streamlab.classroom.student``)."""
@@ -87,7 +86,7 @@ class KafkaDoor:
             self._release()
 
     def _forward_requests(self, inner: socket.socket, outer: socket.socket) -> None:
-        """Pass the sandbox's requests on one frame at a time, each within ``MAX_REQUEST_BYTES`` and
+        """Pass the sandbox's requests on one frame at a time, each within ``bounds.KAFKA_REQUEST_BYTES`` and
         the topic budget; at the first refused one, close the connection."""
         try:
             while (frame := read_frame(inner)) is not None:

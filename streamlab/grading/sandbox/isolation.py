@@ -20,6 +20,7 @@ from pathlib import Path
 from ...stack.kafka import admin_client, list_topics
 from ...stack.kafka import delete_topics as delete_listed
 from ...stack.paths import cache_dir
+from .. import bounds
 from ..labs import with_scripts_on_path
 
 TAG = "STREAMLAB_GRADE_TAG"  # environment variable carried by every process grading one submission
@@ -175,7 +176,7 @@ def run_isolated(command: list[str], *, env: dict, cwd: Path, log_path: Path, ti
 def delete_prefixed(prefix: str) -> None:
     """Delete the Kafka topics and consumer groups whose names start with ``prefix`` (a submission's); returns
     once no such topic is listed. (Transactional ids cannot be deleted in Kafka: the door bounds how many a
-    submission makes, ``kafka_requests.MAX_TRANSACTIONAL_IDS``.) Best effort: when the broker is gone or a
+    submission makes, ``bounds.KAFKA_TRANSACTIONAL_IDS``.) Best effort: when the broker is gone or a
     topic stays listed, it says so on stderr and grading goes on."""
     try:
         delete_listed([topic for topic in list_topics() if topic.startswith(prefix)])
@@ -191,10 +192,9 @@ def delete_prefixed(prefix: str) -> None:
               file=sys.stderr)
 
 
-BROKER_PROBE_S = 15  # for the broker to answer the grader's health probe
 
 
-def broker_problem(bootstrap: str, timeout_s: float = BROKER_PROBE_S) -> str | None:
+def broker_problem(bootstrap: str, timeout_s: float = bounds.BROKER_PROBE_S) -> str | None:
     """The grader's own health probe of the broker: None when it answers a DescribeCluster within ``timeout_s``,
     else why not (then whatever was graded meanwhile is the grader's failure, graded again)."""
     from kafka import KafkaAdminClient

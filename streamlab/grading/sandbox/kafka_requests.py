@@ -3,16 +3,16 @@ with the broker it shares (standard library only: no Kafka client is imported).
 
 A Kafka client sends size-prefixed frames (an int32 big-endian length, then the request: header and
 body; https://kafka.apache.org/protocol). ``read_frame`` reads one from a socket and refuses one larger
-than ``MAX_REQUEST_BYTES``. ``KafkaBudget.admit`` looks at each frame a sandbox sends:
+than ``bounds.KAFKA_REQUEST_BYTES``. ``KafkaBudget.admit`` looks at each frame a sandbox sends:
 
 * only the requests a client needs to produce, consume, use groups and transactions and manage its own
   topics pass (``PASSED_APIS``); everything else (ACLs, quotas, credentials, reassignments, the log dirs,
   anything unknown) is refused, whatever the ACLs say; a topic's configs are altered by no one but the
   grader (the broker refuses the principal ALTER_CONFIGS);
-* Produce (API 0): the bytes of its frames are counted, at most ``MAX_PRODUCED_BYTES`` a submission (the
+* Produce (API 0): the bytes of its frames are counted, at most ``bounds.KAFKA_PRODUCED_BYTES`` a submission (the
   broker keeps what is written until the grader deletes the topics);
-* InitProducerId (API 22, versions 0-5, flexible from 2): at most ``MAX_PRODUCER_IDS`` a submission, and at
-  most ``MAX_TRANSACTIONAL_IDS`` different transactional ids (Kafka has no request that deletes one: the
+* InitProducerId (API 22, versions 0-5, flexible from 2): at most ``bounds.KAFKA_PRODUCER_IDS`` a submission, and at
+  most ``bounds.KAFKA_TRANSACTIONAL_IDS`` different transactional ids (Kafka has no request that deletes one: the
   broker keeps each for ``transactional.id.expiration.ms``, seven days);
 
 and counts the topics and partitions it would create:
@@ -43,14 +43,10 @@ import socket
 import struct
 import threading
 
+from .. import bounds
+
 # One request: a producer's batch is at most its max.request.size, 1 MB by default (no lab changes it); 64
 # connections of 2 MB each are 128 MB in the broker's request pool (``queued.max.request.bytes``).
-MAX_REQUEST_BYTES = 2 * 2**20
-MAX_TOPICS = 64  # per sandbox: the labs create at most 11
-MAX_PARTITIONS = 256  # per sandbox: the labs create at most 21 (+3 by CreatePartitions)
-MAX_PRODUCED_BYTES = 64 * 2**20  # per sandbox, Produce frames together: a lab's reference writes at most 0.4 MB
-MAX_PRODUCER_IDS = 512  # InitProducerId requests per sandbox: each idempotent producer sends one (the labs: <= 6)
-MAX_TRANSACTIONAL_IDS = 16  # different transactional ids per sandbox: the labs use one
 BROKER_DEFAULT_PARTITIONS = 1  # the course broker's num.partitions (streamlab/stack/kafka_settings.py)
 
 PRODUCE, METADATA, CREATE_TOPICS, INIT_PRODUCER_ID, CREATE_PARTITIONS = 0, 3, 19, 22, 37
@@ -93,7 +89,7 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_frame(sock: socket.socket, max_bytes: int = MAX_REQUEST_BYTES) -> bytes | None:
+def read_frame(sock: socket.socket, max_bytes: int = bounds.KAFKA_REQUEST_BYTES) -> bytes | None:
     """The next request on ``sock``, whole: its 4-byte size and the request (what to forward as it is).
     None when the connection ends between two requests. Raises ``RefusedRequest`` for a size below 0 or
     above ``max_bytes`` (before reading any of it), or when the connection ends inside a request."""
@@ -271,9 +267,10 @@ class KafkaBudget:
     door passes a request on. ``prefix``: the student's topic prefix (``STREAMLAB_TOPIC_PREFIX``); a
     Metadata request's topic outside it is not counted (the broker's ACLs let the sandbox create none)."""
 
-    def __init__(self, max_topics: int = MAX_TOPICS, max_partitions: int = MAX_PARTITIONS, *, prefix: str = "",
-                 max_produced_bytes: int = MAX_PRODUCED_BYTES, max_producer_ids: int = MAX_PRODUCER_IDS,
-                 max_transactional_ids: int = MAX_TRANSACTIONAL_IDS):
+    def __init__(self, max_topics: int = bounds.KAFKA_TOPICS, max_partitions: int = bounds.KAFKA_PARTITIONS, *,
+                 prefix: str = "", max_produced_bytes: int = bounds.KAFKA_PRODUCED_BYTES,
+                 max_producer_ids: int = bounds.KAFKA_PRODUCER_IDS,
+                 max_transactional_ids: int = bounds.KAFKA_TRANSACTIONAL_IDS):
         self.max_topics, self.max_partitions, self.prefix = max_topics, max_partitions, prefix
         self.max_produced_bytes, self.max_producer_ids = max_produced_bytes, max_producer_ids
         self.max_transactional_ids = max_transactional_ids

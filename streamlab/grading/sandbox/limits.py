@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import bounds
+
 CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandbox gets a group in
 
 
@@ -18,12 +20,11 @@ CONTROLLERS = ("memory", "pids", "cpuacct")  # the cgroup v1 controllers a sandb
 class Limits:
     """What one submission may use. Defaults fit every lab's reference solution with room to spare
     (each result records what its submission used: ``usage`` in ``OUT/results/<student>.json``)."""
-    memory_mb: int = 4096        # the kernel, Spark's JVM, its Python workers and the work folder's files
-    processes: int = 1024        # processes and threads (a Spark JVM alone runs ~200 threads)
-    cpu_seconds: int = 900       # CPU time of all its processes together (besides the wall-clock limit):
-                                 # measured on the control group while it runs; each process is also
-                                 # stopped by the kernel at twice this (a backstop, and without groups)
-    disk_mb: int = 1024          # the work folder: checkpoints, Spark's files, HOME and /tmp
+    memory_mb: int = bounds.SUBMISSION_MEMORY_MB
+    processes: int = bounds.SUBMISSION_PROCESSES
+    cpu_seconds: int = bounds.SUBMISSION_CPU_SECONDS  # measured on the control group while it runs; each process is
+                                                      # also stopped by the kernel at twice this (a backstop)
+    disk_mb: int = bounds.SUBMISSION_DISK_MB
 
     def describe(self) -> str:
         return (f"memory {self.memory_mb} MB, {self.processes} processes/threads, "
@@ -190,15 +191,14 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-FILES_PER_MB = 64  # the work folder's files (inodes): a lab's reference leaves ~2,000; 65,536 in 1 GB
 
 
 def mount_limited(folder: Path, size_mb: int, uid: int) -> bool:
-    """Make ``folder`` a tmpfs of ``size_mb`` (and ``FILES_PER_MB`` files a MB) owned by ``uid`` (root only);
+    """Make ``folder`` a tmpfs of ``size_mb`` (and ``bounds.FILES_PER_MB`` files a MB) owned by ``uid`` (root only);
     False where that cannot be done. The file count bounds what the grader walks through afterwards."""
     if not is_root():
         return False
-    options = f"size={size_mb}m,nr_inodes={size_mb * FILES_PER_MB},mode=0700,uid={uid},gid={uid},nosuid,nodev"
+    options = f"size={size_mb}m,nr_inodes={size_mb * bounds.FILES_PER_MB},mode=0700,uid={uid},gid={uid},nosuid,nodev"
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", options,
                            "streamlab-sandbox", str(folder)], capture_output=True)
     return done.returncode == 0

@@ -4,7 +4,7 @@ The broker has a listener for the grader, ``SANDBOX`` (SASL/SCRAM, see ``kafka_s
 authorizer for which ``ANONYMOUS`` (every PLAINTEXT client: learners, the notebooks, the grader's
 checks) is a super user and everyone else gets only what an ACL grants. Each ``--jobs`` slot of the
 grader makes one principal with a random password only the grader knows (``Principal``) and a produce
-quota (``PRODUCE_BYTES_PER_S``), and before each
+quota (``bounds.KAFKA_PRODUCE_BYTES_PER_S``), and before each
 student it grants that principal, and only it, every operation on the topics, consumer groups and
 transactional ids whose names start with the student's prefix (prefixed ACLs): the broker refuses anything
 else, including listing the other topics and groups, or fencing another student's transactional producer.
@@ -56,11 +56,10 @@ from kafka.protocol.types import (
 
 from ...stack import broker
 from ...stack.kafka_settings import SANDBOX_LISTENER
+from .. import bounds
 
 MECHANISM = "SCRAM-SHA-256"
 ITERATIONS = 4096  # Kafka's minimum for SCRAM
-ACL_WAIT_S = 30  # at most, for the broker to show new ACLs (it takes milliseconds)
-PRODUCE_BYTES_PER_S = 20 * 2**20  # each principal's produce quota: far above what a lab writes
 # What a principal may do with its own topics, groups and transactional ids: everything a client needs (ALTER on a
 # topic is CreatePartitions: lab 05 grows a topic; the door bounds the partitions), never ALTER_CONFIGS (a topic's
 # segment.ms=1 made the broker open a file per request until it died).
@@ -155,10 +154,10 @@ def _set_produce_quota(servers: str, user: str, bytes_per_s: float | None) -> No
     # The broker applies quotas from its metadata log, a moment after the controller took them (as ACLs):
     # return once it shows this one, so the student's first request meets it.
     wanted = None if bytes_per_s is None else float(bytes_per_s)
-    deadline = time.monotonic() + ACL_WAIT_S
+    deadline = time.monotonic() + bounds.ACL_WAIT_S
     while produce_quota(servers, user) != wanted:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the broker did not show the produce quota of {user} within {ACL_WAIT_S} s")
+            raise RuntimeError(f"the broker did not show the produce quota of {user} within {bounds.ACL_WAIT_S} s")
         time.sleep(0.05)
 
 
@@ -187,7 +186,7 @@ class Principal:
         self.password = secrets.token_urlsafe(24)  # new each time: a principal made again gets a new one
         self.prefix: str | None = None
         _alter_scram(servers, upsert=(self.name, self.password))
-        _set_produce_quota(servers, self.name, PRODUCE_BYTES_PER_S)  # a flood is slowed by the broker
+        _set_produce_quota(servers, self.name, bounds.KAFKA_PRODUCE_BYTES_PER_S)  # a flood is slowed by the broker
 
     def allow_only(self, prefix: str) -> None:
         """From now on this principal may create, write, read, describe and delete the topics, consumer
@@ -231,11 +230,11 @@ class Principal:
             # The broker applies ACLs from its metadata log, a moment after the controller took them:
             # return once it shows exactly these, so the next student's first request meets them.
             wanted = {(kind, name) for kind, name, _ in grants}
-            deadline = time.monotonic() + ACL_WAIT_S
+            deadline = time.monotonic() + bounds.ACL_WAIT_S
             while {(acl.resource_pattern.resource_type, acl.resource_pattern.resource_name)
                    for acl in admin.describe_acls(mine)[0]} != wanted:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the broker did not show the ACLs of {self.name} within {ACL_WAIT_S} s")
+                    raise RuntimeError(f"the broker did not show the ACLs of {self.name} within {bounds.ACL_WAIT_S} s")
                 time.sleep(0.05)
         finally:
             admin.close()

@@ -25,13 +25,13 @@ import sys
 from dataclasses import asdict
 
 from ...stack.session import spark as get_spark
+from .. import bounds
 from ..hidden_checks import Artifacts, RuntimeBroke, load_checks, run_checks
 
 # Java's errors that mean the JVM itself is in trouble (``java.lang.VirtualMachineError`` and kin), by class name
 # as the JVM reports a thrown object's class: never by a message, which can quote the student's data.
 JVM_FAILURES = ("java.lang.OutOfMemoryError", "java.lang.StackOverflowError", "java.lang.InternalError",
                 "java.lang.UnknownError", "java.lang.VirtualMachineError")
-CAUSES_FOLLOWED = 16  # of a Java exception's causes, looked at for one of those
 
 
 def healthy(session) -> str | None:
@@ -60,7 +60,7 @@ def runtime_failure(err: BaseException) -> str | None:
         return f"the checks' JVM failed ({type(err).__name__})"
     if java is not None:
         try:
-            for _ in range(CAUSES_FOLLOWED):
+            for _ in range(bounds.JAVA_CAUSES_FOLLOWED):
                 if java is None:
                     break
                 name = java.getClass().getName()

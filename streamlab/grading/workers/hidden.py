@@ -23,16 +23,15 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
+from .. import bounds
 from ..bounds import MB
 from ..outputs.results import CheckResult
 from ..sandbox.box import output_tail
 from ..sandbox.limits import Limits
 
 # What one submission's checks may use. A lab's checks peak at ~1.3 GB (their Spark driver has 1 GB of heap).
-CHECKS_LIMITS = Limits(memory_mb=3072, processes=512, cpu_seconds=600, disk_mb=1024)
-READY_WAIT_S = 300       # for the checks' Spark to start and answer (it starts while the notebook runs)
-CHECKS_WAIT_S = 600      # for the checks to finish once the notebook has
-MESSAGE_BYTES = 4 * MB   # one message from the checks' process
+CHECKS_LIMITS = Limits(memory_mb=bounds.CHECKS_MEMORY_MB, processes=bounds.CHECKS_PROCESSES,
+                       cpu_seconds=bounds.CHECKS_CPU_SECONDS, disk_mb=bounds.CHECKS_DISK_MB)
 
 
 class ChecksBroken(RuntimeError):
@@ -113,8 +112,8 @@ class ChecksProcess:
                 self.proc.wait(timeout=10)
                 raise ChecksBroken(self._why_gone())
             self._buffer += chunk
-            if len(self._buffer) > MESSAGE_BYTES:
-                raise ChecksBroken(f"the checks' answer is longer than {MESSAGE_BYTES // MB} MB")
+            if len(self._buffer) > bounds.CHECKS_MESSAGE_BYTES:
+                raise ChecksBroken(f"the checks' answer is longer than {bounds.CHECKS_MESSAGE_BYTES // MB} MB")
         line, _, self._buffer = self._buffer.partition(b"\n")
         try:
             message = json.loads(line)
@@ -129,7 +128,8 @@ class ChecksProcess:
         if message.get("ready") is not True:
             raise ChecksBroken(f"the checks' Spark did not start: {message.get('error', message)}")
 
-    def run(self, *, ready_wait_s: float = READY_WAIT_S, wait_s: float = CHECKS_WAIT_S) -> list[CheckResult]:
+    def run(self, *, ready_wait_s: float = bounds.CHECKS_READY_WAIT_S,
+            wait_s: float = bounds.CHECKS_WAIT_S) -> list[CheckResult]:
         """The health check (replacing a lost runtime once), then the checks on what the submission left."""
         try:
             self._ready(ready_wait_s)

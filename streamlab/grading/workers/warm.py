@@ -14,7 +14,7 @@ turn. What stays per student is everything the student's code, or what it made, 
 
 The worker carries a tag of its own (``<run>-worker<N>``), so the sweep never hits it and the end
 of the run does. When the grader sandboxes submissions, the worker itself runs within a memory limit of its
-own (``WORKER_MEMORY_MB``, a control group): nbgrader parses and writes what the student's kernel sent, and a
+own (``bounds.WORKER_MEMORY_MB``, a control group): nbgrader parses and writes what the student's kernel sent, and a
 notebook built to grow in that parsing (copies of one display update, metadata of millions of objects) stops
 the worker at that limit, which that submission's row reports as a limit it hit, never the machine's memory
 or the next student's grade. Requests and reports travel over a socket that kernels do not inherit; each
@@ -47,11 +47,10 @@ class Turn:
     hit_limit: bool               # still running at the whole-submission limit (then stopped)
     killed: int                   # processes stopped afterwards (left running by the notebook)
     detail: str = ""              # why there is no report
-    memory_limit: bool = False    # the worker was stopped at its own memory limit (``WORKER_MEMORY_MB``)
+    memory_limit: bool = False    # the worker was stopped at its own memory limit (``bounds.WORKER_MEMORY_MB``)
 
 
 WORKER = [sys.executable, "-m", "streamlab.grading.workers.worker", "--serve"]  # + the channel's fd
-WORKER_MEMORY_MB = 2048  # nbgrader and the notebooks it reads and writes (a lab's: ~300 MB); kernels are not in it
 
 
 class WarmWorker:

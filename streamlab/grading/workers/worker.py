@@ -28,6 +28,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .. import bounds
 from ..bounds import bounded_execute
 from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
@@ -305,16 +306,15 @@ class BoundedLog:
         return self.handle.fileno()
 
 
-STUDENT_LOG_BYTES = 16 * 2**20  # what the worker writes into one student's log
 
 
 @contextmanager
 def _output_to(log_path: Path):
     """Send this process's Python-level output and logging to ``log_path`` (one student's log), at most
-    ``STUDENT_LOG_BYTES`` of it."""
+    ``bounds.STUDENT_LOG_BYTES`` of it."""
     saved = sys.stdout, sys.stderr, logging.getLogger().handlers[:]
     with open(log_path, "a", buffering=1, encoding="utf-8") as handle:
-        log = BoundedLog(handle, STUDENT_LOG_BYTES)
+        log = BoundedLog(handle, bounds.STUDENT_LOG_BYTES)
         sys.stdout = sys.stderr = log
         handler = logging.StreamHandler(log)
         handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
