@@ -2,7 +2,8 @@
 the bottom up, room by room: the stack (paths and java, then jars, broker, kafka, session, ..., the
 doctor), then the lessons' helpers, then the grader, with the CLI and ``import streamlab`` on top.
 
-The graph is read from the source (AST), not by importing: every ``from .x import y``,
+The graph is read from the source (AST), not by importing, by the package's own reader
+(``streamlab.grading.run.imports``, which the grader's version also reads): every ``from .x import y``,
 ``from . import x``, ``import streamlab.x`` and ``from streamlab.x import y`` counts, at the top of a
 module or inside a function, in subpackages too (``streamlab/grading/``).
 
@@ -19,69 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from streamlab.grading.run.imports import import_graph, imported, module_files
+
 PACKAGE = Path(__file__).resolve().parents[1] / "streamlab"
-
-
-def module_names(root: Path) -> dict[str, Path]:
-    """{dotted module name: file} for every .py file of the package rooted at ``root``."""
-    names = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        names[".".join(parts)] = path
-    return names
-
-
-def _imported(module: str, is_package: bool, node: ast.AST, known: set[str]) -> set[str]:
-    """The package modules one import statement of ``module`` loads."""
-    if isinstance(node, ast.Import):
-        return {_longest_known(alias.name, known) for alias in node.names} - {None}
-    if not isinstance(node, ast.ImportFrom):
-        return set()
-    if node.level:
-        package = module.split(".") if is_package else module.split(".")[:-1]
-        package = package[: len(package) - (node.level - 1)]
-        base = ".".join(package + ([node.module] if node.module else []))
-    else:
-        base = node.module or ""
-    found = set()
-    for alias in node.names:
-        if f"{base}.{alias.name}" in known:  # `from . import kafka`: the submodule itself
-            found.add(f"{base}.{alias.name}")
-        else:  # `from .kafka import ping`: a name defined in that module
-            found.add(_longest_known(base, known))
-    return found - {None}
-
-
-def _longest_known(name: str, known: set[str]) -> str | None:
-    parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        if ".".join(parts[:end]) in known:
-            return ".".join(parts[:end])
-    return None
-
-
-def import_graph(root: Path) -> dict[str, set[str]]:
-    """{module: modules of the same package it imports}, anywhere in its source."""
-    files = module_names(root)
-    known = set(files)
-    graph = {}
-    for module, path in files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        is_package = path.name == "__init__.py"
-        edges = set()
-        for node in ast.walk(tree):
-            edges |= _imported(module, is_package, node, known)
-        graph[module] = edges - {module}  # a package's __init__ naming itself is no circle
-    return graph
 
 
 def imports_inside_functions(root: Path) -> list[str]:
     """Every import of a package module inside a function (or a lambda), as
     ``"pkg/file.py:line imports pkg.module inside a function"``; imports at module level (also
     under a module-level ``if`` or ``try``) and imports of other packages are fine."""
-    files = module_names(root)
+    files = module_files(root)
     known = set(files)
     found = []
     for module, path in files.items():
@@ -92,7 +40,7 @@ def imports_inside_functions(root: Path) -> list[str]:
         nested = {id(inner) for function in functions for inner in ast.walk(function) if inner is not function}
         for node in ast.walk(tree):
             if id(node) in nested and isinstance(node, (ast.Import, ast.ImportFrom)):
-                for target in sorted(_imported(module, is_package, node, known)):
+                for target in sorted(imported(module, is_package, node, known)):
                     found.append((str(path.relative_to(root.parent)), node.lineno, target))
     return [f"{where}:{line} imports {target} inside a function" for where, line, target in sorted(found)]
 
@@ -292,9 +240,9 @@ def test_an_import_put_back_into_a_function_fails(tmp_path):
         imports_inside_functions(copy)
 
 
-@pytest.mark.parametrize("module", sorted(module_names(PACKAGE)))
+@pytest.mark.parametrize("module", sorted(module_files(PACKAGE)))
 def test_every_module_parses(module):
-    ast.parse(module_names(PACKAGE)[module].read_text(encoding="utf-8"))
+    ast.parse(module_files(PACKAGE)[module].read_text(encoding="utf-8"))
 
 
 def test_every_subpackage_is_installed():
@@ -312,7 +260,7 @@ def test_modules_named_in_strings_exist():
     each must be a module of the package, or the other process fails where no import test looks."""
     import re
 
-    modules = module_names(PACKAGE)
+    modules = module_files(PACKAGE)
     known = set(modules)
 
     def defines(module: str, name: str) -> bool:  # a module, or a name the module binds at its top level

@@ -58,7 +58,8 @@ def test_nbgrader_layout_shards_by_the_students_folder():
 def test_the_graders_version_hashes_everything_that_decides_a_grade(tmp_path, monkeypatch):
     """Shards graded by different code must not merge, and a rerun must not keep their grades: a change in any wing
     of the grader (here the sandbox's) or in the helpers the labs grade with (the checkpoint reader, the Kafka
-    client) changes the version, a change in the site or the classroom does not."""
+    client) changes the version, a change in the site, the classroom, the command line or a stack module nothing of a
+    grade imports does not. What decides is found from the imports: a new helper counts once a lesson imports it."""
     import shutil
 
     from streamlab.grading.run import runinfo
@@ -68,9 +69,20 @@ def test_the_graders_version_hashes_everything_that_decides_a_grade(tmp_path, mo
     monkeypatch.setattr(runinfo, "package_root", lambda: copy)
     for changed, decides in (("grading/sandbox/box.py", True), ("lessons/checkpoint.py", True),
                              ("stack/kafka.py", True), ("lessons/m06_event_time.py", True),
-                             ("site/build.py", False), ("classroom/hub.py", False)):
+                             ("conf/log4j2.properties", True), ("site/build.py", False), ("classroom/hub.py", False),
+                             ("cli.py", False), ("stack/docker_images.py", False)):
         before = runinfo.grader_version()
         path = copy / changed
         assert path.is_file(), changed
         path.write_text(path.read_text() + "\n# changed\n")
         assert (runinfo.grader_version() != before) == decides, changed
+    helper = copy / "lessons" / "new_helper.py"
+    helper.write_text("X = 1\n")
+    before = runinfo.grader_version()
+    helper.write_text("X = 2\n")
+    assert runinfo.grader_version() == before, "a module nothing of a grade imports"
+    events = copy / "lessons" / "events.py"
+    events.write_text(events.read_text() + "\nfrom . import new_helper  # noqa: E402,F401\n")
+    before = runinfo.grader_version()
+    helper.write_text("X = 3\n")
+    assert runinfo.grader_version() != before, "once a lesson imports it, it decides a grade"

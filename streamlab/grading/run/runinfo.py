@@ -19,7 +19,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ...stack.paths import project_root
+from ..labs import solutions_dir
 from ..outputs.results import write_atomically
+from .imports import closure, import_graph, imports_in, module_files
 
 RUN_FILE = "run.json"      # one grading run (a shard, or the whole folder)
 RUNS_FILE = "runs.json"    # a merged output: the runs that made it
@@ -40,29 +42,34 @@ def lab_fingerprint(source: Path) -> tuple[str, str | None]:
 
 
 def package_root() -> Path:
-    """streamlab/: the package whose code decides a grade (see ``GRADE_DECIDING``)."""
+    """streamlab/: the package whose code decides a grade (see ``grade_deciding_files``)."""
     return Path(__file__).resolve().parents[2]
 
 
-GRADE_DECIDING = ("grading", "lessons", "stack", "conf", "__init__.py")
-"""What decides a grade, under streamlab/: the grader in all its wings, and the code the labs and their checks grade
-with (the lessons' helpers, m02 to m08 and the checkpoint reader; the stack's Kafka client, Spark session and jars;
-Spark's and Kafka's settings; what `import streamlab` gives a notebook). Not the site nor the classroom."""
+READ_NOT_IMPORTED = ("conf",)
+"""What the grade's code reads rather than imports, under streamlab/: Spark's and Kafka's settings and logging."""
 
 
 def grade_deciding_files() -> list[Path]:
+    """Every file that decides a grade, found from the imports (``imports``): the modules that the grader in all its
+    wings (every module of streamlab/grading/, the worker and the checks' process included), ``import streamlab``
+    (what a lab's notebook is given) and each lab's hidden_checks.py import, directly or not, with the packages that
+    hold them; and ``READ_NOT_IMPORTED``. Nothing of a grade imports the site, the classroom or the command line, so
+    they are not in it."""
     root = package_root()
-    found = []
-    for name in GRADE_DECIDING:
-        path = root / name
-        found += [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()
-                                                 and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+    files = module_files(root)
+    start = {module for module in files if module.split(".")[:2] == [root.name, "grading"]} | {root.name}
+    for checks in sorted(solutions_dir().glob("*/hidden_checks.py")):  # none in the course as students get it
+        start |= imports_in(checks.read_text(encoding="utf-8"), "hidden_checks", set(files))
+    found = [files[module] for module in closure(import_graph(root), start)]
+    for name in READ_NOT_IMPORTED:
+        found += [path for path in (root / name).rglob("*") if path.is_file()]
     return sorted(found)
 
 
 def grader_version() -> str:
     """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, grading code 1a2b3c4d5e6f`` (a hash of every file
-    that decides a grade, ``GRADE_DECIDING``)."""
+    that decides a grade, ``grade_deciding_files``)."""
     from importlib.metadata import PackageNotFoundError, version
 
     def of(name: str) -> str:
