@@ -9,6 +9,12 @@
    each ``--jobs`` and each sandbox setting (``--sandbox both``: sandboxed, then ``--no-sandbox``, in the
    same run); the wall time of the whole run divided by the copies is the time per submission.
 
+    .venv/bin/python benchmarks/grading_throughput.py --class [--copies 6]
+
+``--class``: a class of every lab instead, the way an instructor grades one: ``--copies`` copies of each of the seven
+labs' reference solutions, ``--jobs 2``, in the sandbox; a table of seconds per submission for each lab, against the
+goal (18 s: a class of 200 in an hour), and the minutes a class of 200 of it would take.
+
 Per-submission overhead = time per submission - the lab's own time. Every copy must get full marks,
 or the numbers are not reported as valid. While each grading run goes, the grader's warm workers are
 sampled every 0.2 s: their peak memory (RSS) and threads are printed too (the student's kernel and the
@@ -102,6 +108,36 @@ def grade(lab: str, folder: Path, jobs: int, out: Path,
         return seconds, list(csv.DictReader(f)), watch
 
 
+GOAL_S = 18  # seconds per submission: a class of 200 in an hour
+
+
+def class_table(copies: int) -> int:
+    """Each lab graded as a class (``copies`` copies of its reference, two jobs, sandboxed): seconds per submission."""
+    print(f"a class of each lab: {copies} copies of its reference, --jobs 2, sandboxed; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{'lab':<32} {'total s':>8} {'per submission s':>17} {'class of 200 min':>17} {'goal':>5}  scores")
+    per_lab = []
+    for lab in grading.find_labs():
+        reference = grading.reference_notebook(lab, grading.lab_notebooks(lab)[0])
+        with tempfile.TemporaryDirectory(prefix="streamlab-bench-class-") as tmp:
+            folder = Path(tmp) / "submissions"
+            folder.mkdir()
+            for i in range(copies):
+                nbformat.write(reference, folder / f"student{i:02d}.ipynb")
+            seconds, rows, _ = grade(lab, folder, 2, Path(tmp) / "out")
+        per = seconds / copies
+        per_lab.append(per)
+        full = sum(1 for r in rows if r["status"] == "graded" and float(r["score"]) == float(r["max_score"]))
+        valid = "" if full == copies else "  (NOT VALID: not every copy got full marks)"
+        print(f"{lab:<32} {seconds:>8.1f} {per:>17.1f} {200 * per / 60:>17.0f} {'met' if per <= GOAL_S else 'over':>5}"
+              f"  {full}/{copies} full marks{valid}", flush=True)
+    mean = statistics.mean(per_lab)
+    print(f"{'all labs, mean':<32} {'':>8} {mean:>17.1f} {200 * mean / 60:>17.0f} "
+          f"{'met' if mean <= GOAL_S else 'over':>5}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lab", default="lab01")
@@ -109,7 +145,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--own-runs", type=int, default=3)
     parser.add_argument("--sandbox", choices=["both", "on", "off"], default="both")
+    parser.add_argument("--class", dest="class_table", action="store_true",
+                        help="grade a class of each of the seven labs (--copies each, --jobs 2) and print a table")
     args = parser.parse_args()
+    if args.class_table:
+        return class_table(args.copies if args.copies != parser.get_default("copies") else 6)
     lab = grading.resolve_lab(args.lab)
     name = grading.lab_notebooks(lab)[0]
     reference = grading.reference_notebook(lab, name)
