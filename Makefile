@@ -24,7 +24,7 @@ help:
 	@echo "make check  the fast tier (under a minute, in parallel): every test except executing notebooks, grading"
 	@echo "            whole labs, the Spark cluster and the broker crash test; includes ruff"
 	@echo "            (-m 'not ($(HEAVY) or $(LATE) or $(DOCKER))')"
-	@echo "make labs   regenerate the student labs in labs/ from solutions/"
+	@echo "make labs   regenerate the student labs in labs/ from solutions/, and the course in Chinese (zh/)"
 	@echo "make kafka-stop   stop the course's Kafka broker"
 	@echo "make docker-base  make the Docker stack's base image here, where no registry serves it (root, debootstrap)"
 
@@ -83,6 +83,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 labs: solutions-here setup
 	$(BIN)/streamlab release-labs
+	$(BIN)/streamlab translate
 
 kafka-stop:
 	$(BIN)/streamlab kafka stop

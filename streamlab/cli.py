@@ -32,7 +32,7 @@ from .grading.sandbox.box import unavailable_reason
 from .grading.sandbox.limits import enforced_limits
 from .site import build as site_build
 from .site.mermaid import MermaidError
-from .stack import broker, cluster, console, jars, jupyter, jvm_archives, kafka, make_archives
+from .stack import broker, cluster, console, jars, jupyter, jvm_archives, kafka, make_archives, translations
 from .stack.doctor import report, run_checks
 from .stack.java import JavaError
 from .stack.paths import project_root
@@ -192,6 +192,20 @@ def cmd_site(args) -> int:
     return 0
 
 
+def cmd_translate(args) -> int:
+    if args.stub:
+        for name in args.stub:
+            print(f"for a translator: {translations.stub(Path(name))}")
+        return 0
+    late = [line for source in translations.sources() for line in translations.behind(source)]
+    written = translations.build()
+    print(f"The course in {translations.NAME}: {len(written)} files in {translations.project_root() / 'zh'}")
+    if late:
+        print(f"{len(late)} English text(s) changed or added since they were translated (`streamlab translate --stub "
+              f"FILE` writes what to translate into its i18n/zh/ file):\n  " + "\n  ".join(late))
+    return 1 if late else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlab", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -257,6 +271,13 @@ def build_parser() -> argparse.ArgumentParser:
     site.add_argument("--repository", default=None, metavar="OWNER/NAME",
                       help="the GitHub repository the pages link to (default: pyproject.toml's Repository)")
     site.set_defaults(func=cmd_site)
+
+    translate = sub.add_parser("translate", help="build the course in Simplified Chinese (zh/) from the English and "
+                                                  "i18n/zh/, and say what is not translated yet")
+    translate.add_argument("--stub", nargs="+", metavar="FILE",
+                           help="write the i18n/zh/ file of these English notebooks or texts for a translator: what "
+                                "changed since, in English under a new marker, the rest as translated")
+    translate.set_defaults(func=cmd_translate)
 
     add_grade_command(sub)
     add_classroom_commands(sub)

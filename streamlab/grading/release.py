@@ -17,9 +17,9 @@ from ..stack.paths import project_root
 from .labs import GradingError, find_labs, release_labs, solutions_dir
 
 # What students get, from the repository's top level (folders whole, less what IGNORED names).
-RELEASED = ["notebooks", "streamlab", "docs", "docker", "binder", "Makefile", "requirements.txt", "environment.yml",
-            "pyproject.toml", "nbgrader_config.py", "README.md", "CONTRIBUTING.md", "LICENSE", "LICENSE-CONTENT",
-            ".dockerignore", ".gitignore", ".github/workflows/pages.yml"]
+RELEASED = ["notebooks", "zh", "streamlab", "docs", "docker", "binder", "Makefile", "requirements.txt",
+            "environment.yml", "pyproject.toml", "nbgrader_config.py", "README.md", "CONTRIBUTING.md", "LICENSE",
+            "LICENSE-CONTENT", ".dockerignore", ".gitignore", ".github/workflows/pages.yml"]
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
 # Never in a release, wherever they are (the package's own grading/hidden_checks.py is the checks' runner,
 # not a lab's checks: a lab's are found by their contents below).

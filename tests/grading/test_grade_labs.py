@@ -13,6 +13,8 @@ its notebooks and ``tests/submissions/<lab>/``):
                         lab's own input from inside the kernel -> 0
     c_swollen           where a lab has one (swollen.py): the reference answers, then a checkpoint swollen
                         past what a check copies -> that part's points lost, with why; nothing else changes
+    e_reference_zh,     lab 05 (CHINESE_LAB) in Chinese: the reference answers in zh/labs/'s notebook, and that
+    f_blank_zh          notebook blank -> full marks and 0, each cell and hidden check as its English twin
 
 **Lab 01** also carries every kind of submission the grader must survive (the robustness run):
 
@@ -53,11 +55,13 @@ import pytest
 from streamlab import grading
 from streamlab.grading.sandbox.isolation import TAG
 from streamlab.lessons import mistakes
+from streamlab.stack import translations
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = grading.find_labs()
 SUBMISSIONS_DIR = ROOT / "tests" / "submissions"
 ROBUSTNESS_LAB = LABS[0]  # lab01: the one the robustness submissions are built from
+CHINESE_LAB = "lab05_offset_replay"  # also graded in Chinese: its reference and its blank as zh/labs/ gives them
 TIMEOUT_S = 420       # per submission in the robustness run: the hanging one costs this much; the slow
                       # one needs its 120-s stuck cell + the lab (~80 s idle, 200+ s on a loaded machine)
 CELL_TIMEOUT_S = 120  # per cell: well above a Spark start (~10 s idle, 60 s on a loaded 2-core machine)
@@ -214,6 +218,12 @@ def build_outcome_submissions(lab: str) -> dict:
     if (SUBMISSIONS_DIR / lab / "swollen.py").exists():
         notebooks["c_swollen"] = _reference(lab)
         notebooks["c_swollen"].cells.append(_student_cell(_variant(lab, "swollen").APPEND))
+    if lab == CHINESE_LAB:
+        name = _notebook_name(lab)
+        notebooks["f_blank_zh"] = nbformat.read(ROOT / "zh" / "labs" / lab / f"{name}.ipynb", as_version=4)
+        in_chinese = translations.in_chinese(json.loads(nbformat.writes(_reference(lab))),
+                                             ROOT / "solutions" / lab / f"{name}.ipynb")
+        notebooks["e_reference_zh"] = nbformat.from_dict(in_chinese)
     return notebooks
 
 
@@ -473,6 +483,21 @@ def test_a_catalogued_mistake_is_explained_first_on_the_feedback_page(graded):
     assert text.index(mistakes.HEADER) < text.index("FOREACH_BATCH_USER_FUNCTION_ERROR"), \
         "the learner's paragraph comes first, Spark's error after it"
 
+
+
+@pytest.mark.parametrize("lab", [CHINESE_LAB])
+def test_the_chinese_lab_is_graded_as_the_english_one(lab, kafka_bootstrap, tmp_path_factory):
+    """The lab in Chinese (zh/labs/) carries the English lab's cells: its reference gets full marks, its blank 0, each
+    test cell the points its English twin gets, and the hidden checks say the same of both."""
+    graded = _graded(lab, kafka_bootstrap, tmp_path_factory)
+    _full_marks(graded, "e_reference_zh")
+    assert (_row(graded, "f_blank_zh")["status"], float(_row(graded, "f_blank_zh")["score"])) == ("graded", 0.0)
+    for english in ("e_reference", "f_blank"):
+        results = [json.loads((graded["out"] / "results" / f"{student}.json").read_text())["report"]
+                   for student in (english, f"{english}_zh")]
+        cells = [{c["grade_id"]: c["score"] for c in report["cells"]} for report in results]
+        checks = [{c["name"]: c["passed"] for c in report["checks"]} for report in results]
+        assert cells[0] == cells[1] and checks[0] == checks[1], (english, cells, checks)
 
 
 @pytest.mark.parametrize("lab", SWOLLEN_LABS)
