@@ -253,8 +253,8 @@ def test_the_victims_after_the_attackers_keep_full_marks(hostile):
 def test_attackers_earn_nothing(hostile, student):
     row = _row(hostile, student)
     assert float(row["score"]) == 0, row
-    result = json.loads((hostile["out"] / "results" / f"{student}.json").read_text())
-    assert result["score"] == 0 and all(not cell["score"] for cell in result["cells"]), result
+    result = grading.Result.from_json((hostile["out"] / "results" / f"{student}.json").read_text())
+    assert result.score == 0 and all(not cell.score for cell in result.cells), result
 
 
 @pytest.mark.parametrize("student,limit", [("f_memory", "memory"), ("g_processes", "processes"), ("h_disk", "disk")])

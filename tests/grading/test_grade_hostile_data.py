@@ -52,7 +52,6 @@ grader's words and files), each family an attacker, with a reference graded righ
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import subprocess
@@ -374,8 +373,8 @@ def _row(hostile, student):
     return hostile["by_student"][student]
 
 
-def _result(hostile, student) -> dict:
-    return json.loads((hostile["out"] / "results" / f"{student}.json").read_text())
+def _result(hostile, student) -> grading.Result:
+    return grading.Result.from_json((hostile["out"] / "results" / f"{student}.json").read_text())
 
 
 def _page(hostile, student) -> str:
@@ -409,7 +408,7 @@ def test_attackers_earn_nothing_and_are_graded(hostile, student):
 
 
 def test_a_checkpoint_that_expands_is_refused_before_it_is_read(hostile):
-    details = " ".join(check["detail"] for check in _result(hostile, "a_zipbomb")["checks"])
+    details = " ".join(check.detail for check in _result(hostile, "a_zipbomb").checks)
     assert "is not one a Spark query of this lab writes" in details and "expands" in details, details
 
 
@@ -523,8 +522,8 @@ def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile)
     # its kernel ends itself after the attack (its own lab stalled minutes behind the requests it had sent)
     row = _row(hostile, "j_heap")
     assert row["status"] == "crashed" and float(row["score"]) == 0, row
-    refused = _result(hostile, "j_heap")["usage"].get("kafka_refused", 0)
-    assert refused >= 64, _result(hostile, "j_heap")["usage"]  # every 16 MB request closed at the door
+    refused = _result(hostile, "j_heap").usage.get("kafka_refused", 0)
+    assert refused >= 64, _result(hostile, "j_heap").usage  # every 16 MB request closed at the door
     assert not [r for r in hostile["rows"] if r["status"] == "grader error"], \
         [(r["student"], r["detail"]) for r in hostile["rows"] if r["status"] == "grader error"]
 
@@ -541,7 +540,7 @@ def test_topic_configs_are_refused(hostile):
 def test_transactional_ids_and_bytes_stay_within_the_budget(hostile):
     made = re.search(r"TXIDS (\d+)", _said(hostile, "f_tenancy"))
     assert made and int(made.group(1)) <= 16, _said(hostile, "f_tenancy")[-1500:]
-    usage = _result(hostile, "m_bytes")["usage"]
+    usage = _result(hostile, "m_bytes").usage
     assert usage["kafka_produced_mb"] <= 64, usage
     written = re.search(r"BYTES (\d+)", _said(hostile, "m_bytes"))
     assert written and int(written.group(1)) <= 64 and "REFUSED" in _said(hostile, "m_bytes")
@@ -560,8 +559,8 @@ def test_a_notebook_that_expands_in_memory_is_refused_unparsed(hostile):
 
 def test_a_checks_words_in_the_students_data_are_a_failed_part_not_a_grader_error(hostile):
     result = _result(hostile, "p_words")
-    assert result["status"] == "graded" and 0 < result["score"] < result["max_score"], result["detail"]
-    assert any("OutOfMemoryError" in check["detail"] for check in result["checks"]), result["checks"]
+    assert result.status == "graded" and 0 < result.score < result.max_score, result.detail
+    assert any("OutOfMemoryError" in check.detail for check in result.checks), result.checks
 
 
 def test_the_broker_keeps_nothing_of_the_graded_submissions(hostile, kafka_bootstrap):

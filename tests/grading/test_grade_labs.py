@@ -440,8 +440,8 @@ def test_partial_solution_gets_partial_marks(graded):
 
 
 def _traces(graded, student) -> dict[str, dict]:
-    result = json.loads((graded["out"] / "results" / f"{student}.json").read_text())
-    return {trace["title"]: trace for check in result.get("checks", []) for trace in check.get("traces", [])}
+    result = grading.Result.from_json((graded["out"] / "results" / f"{student}.json").read_text())
+    return {trace["title"]: trace for check in result.checks for trace in check.traces}
 
 
 def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
@@ -493,10 +493,10 @@ def test_the_chinese_lab_is_graded_as_the_english_one(lab, kafka_bootstrap, tmp_
     _full_marks(graded, "e_reference_zh")
     assert (_row(graded, "f_blank_zh")["status"], float(_row(graded, "f_blank_zh")["score"])) == ("graded", 0.0)
     for english in ("e_reference", "f_blank"):
-        results = [json.loads((graded["out"] / "results" / f"{student}.json").read_text())["report"]
+        results = [grading.Result.from_json((graded["out"] / "results" / f"{student}.json").read_text())
                    for student in (english, f"{english}_zh")]
-        cells = [{c["grade_id"]: c["score"] for c in report["cells"]} for report in results]
-        checks = [{c["name"]: c["passed"] for c in report["checks"]} for report in results]
+        cells = [{c.grade_id: c.score for c in result.cells} for result in results]
+        checks = [{c.name: c.passed for c in result.checks} for result in results]
         assert cells[0] == cells[1] and checks[0] == checks[1], (english, cells, checks)
 
 
