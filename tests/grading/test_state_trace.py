@@ -139,7 +139,7 @@ def test_a_real_checkpoint_is_read_batch_by_batch_and_a_large_state_is_not(kafka
         as_counts = lambda table: dict(zip(table["path"], table["count"]))  # noqa: E731
         assert run.trace_state("counts", ckpt, reference, as_counts) is None
         assert [r["yours"] for r in run.traces[0]["rows"]] == [80, 120, 120]
-        monkeypatch.setattr(bounds, "bounds.TRACE_ROWS", 100)
+        monkeypatch.setattr(bounds, "TRACE_ROWS", 100)
         assert run.trace_state("counts", ckpt, reference, as_counts) == 1
         assert run.traces[1]["rows"][-1]["example"] == "more than 100 rows: not read"
     finally:
