@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..lessons.mistakes import learner_message
+from ..stack import translations
 from . import bounds
 from .labs import GradingError, labs_dir, nbgrader_config, solutions_dir
 from .outputs.results import CheckResult, Outcome, Status, WorkerReport
@@ -216,6 +217,17 @@ def find_released(path: Path, nb) -> Path | None:
     return best
 
 
+def in_its_language(released: Path, nb) -> Path:
+    """The released lab in ``nb``'s language, to compare its cells with: zh/labs/<lab>/ for a lab in Chinese (its
+    locked markdown is the Chinese text, not a change of the learner's), else ``released``. The course is graded
+    from the English lab either way: the cells the grader runs are the same."""
+    if nb.metadata.get("streamlab", {}).get("language") == translations.LANGUAGE:
+        chinese = translations.target_of(released)
+        if chinese.is_file():
+            return chinese
+    return released
+
+
 def changed_locked_cells(nb, released) -> list[str]:
     """Notes on the locked cells (tests included) the learner changed or deleted, against the released lab:
     nbgrader's autograde puts back the original of each (OverwriteCells), and scores a missing test 0."""
@@ -262,7 +274,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOU
         return SelfCheck(str(notebook), Status.INVALID, detail=problem)
     nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     path = find_released(notebook, nb)
-    released = nbformat.read(path, as_version=4) if path else None
+    released = nbformat.read(in_its_language(path, nb), as_version=4) if path else None
     notes = changed_locked_cells(nb, released) if path and path.resolve() != notebook.resolve() else []
     if path is None:
         notes.append(f"no released lab in {labs_dir()} shares this notebook's cells: its test cells run as they are")
