@@ -439,9 +439,13 @@ def test_partial_solution_gets_partial_marks(graded):
     assert (row["status"], float(row["score"])) == ("graded", expected), row
 
 
+def _result(graded, student) -> grading.Result:
+    """The student's result file, as the grader wrote it."""
+    return grading.Result.from_json((graded["out"] / "results" / f"{student}.json").read_text())
+
+
 def _traces(graded, student) -> dict[str, dict]:
-    result = grading.Result.from_json((graded["out"] / "results" / f"{student}.json").read_text())
-    return {trace["title"]: trace for check in result.checks for trace in check.traces}
+    return {trace["title"]: trace for check in _result(graded, student).checks for trace in check.traces}
 
 
 def test_feedback_draws_the_state_per_batch_beside_the_reference(graded):
@@ -493,8 +497,7 @@ def test_the_chinese_lab_is_graded_as_the_english_one(lab, kafka_bootstrap, tmp_
     _full_marks(graded, "e_reference_zh")
     assert (_row(graded, "f_blank_zh")["status"], float(_row(graded, "f_blank_zh")["score"])) == ("graded", 0.0)
     for english in ("e_reference", "f_blank"):
-        results = [grading.Result.from_json((graded["out"] / "results" / f"{student}.json").read_text())
-                   for student in (english, f"{english}_zh")]
+        results = [_result(graded, student) for student in (english, f"{english}_zh")]
         cells = [{c.grade_id: c.score for c in result.cells} for result in results]
         checks = [{c.name: c.passed for c in result.checks} for result in results]
         assert cells[0] == cells[1] and checks[0] == checks[1], (english, cells, checks)
@@ -680,11 +683,11 @@ def test_class_summary_agrees_with_grades_csv(graded):
     assert all(full <= passed <= some for _, _, passed, _ in cells), (full, some, cells)
     # the fake passed its own tests in its kernel; the points the grader's checks took back are counted
     withdrawn = dict(re.findall(r'data-cell="([^"]+)"[^>]*data-withdrawn="(\d+)"', page))
-    fake = grading.Result.from_json((graded["out"] / "results" / "l_fake.json").read_text())
+    fake = _result(graded, "l_fake")
     taken = {c.grade_id for c in fake.cells if c.auto_score and c.auto_score > (c.score or 0)}
     assert taken, f"the fake's own tests should pass somewhere: {fake.cells}"
     assert all(int(withdrawn[gid]) >= 1 for gid in taken), (withdrawn, taken)
-    blank = grading.Result.from_json((graded["out"] / "results" / "f_blank.json").read_text())
+    blank = _result(graded, "f_blank")
     assert all(not c.auto_score for c in blank.cells), "a blank lab's tests give nothing to withdraw"
     assert "<svg" in page, "the score distribution is drawn in the page"
     links = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)""", page)
