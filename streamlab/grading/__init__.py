@@ -8,7 +8,7 @@
     streamlab grade gradescope LAB --out F.zip  the lab's autograder for a Gradescope assignment
     streamlab check LAB_NOTEBOOK                a learner's self-check: each part passed or why not
 
-Follow one submission through four wings, each a folder with its reading order in its ``__init__``:
+Follow one submission through five wings, each a folder with its reading order in its ``__init__``:
 
     labs          the labs: where they live, the course's nbgrader config, release_labs
     bounds        how much of what a student made the grader reads: every untrusted size, capped
@@ -17,14 +17,15 @@ Follow one submission through four wings, each a folder with its reading order i
                   the checks' process
     sandbox/      where a kernel runs: isolation, the Kafka door's requests, tenancy, the box and its boot
     outputs/      results (Status, CheckResult, Result, grades.csv), feedback, summary, roster, exports
+    steps/        the grader's own steps in nbgrader's pipelines, one class to a file (BoundedExecute ...)
     hidden_checks the lab authors' side of the hidden checks: ``@check`` and ``Artifacts`` (run in workers/)
 
 and the front ends, each a thin layer over the run: ``cli`` (the argparse commands), ``gradescope`` (a lab's
 Gradescope autograder), ``selfcheck`` (``streamlab check``: a learner runs a lab as the grader will) and
 ``release`` (the course as students get it, checked to hold no answer key).
 
-``HideHiddenTests`` (named in nbgrader_config.py) is built on first use, so that importing this
-package does not import nbconvert.
+The grader's own steps in nbgrader's pipelines (``steps/``: BoundedExecute, HideHiddenTests, InertFeedback ...) are
+each a class in a file of its own; importing this package imports none of them, nor nbconvert.
 """
 from .cli import add_grade_command
 from .labs import (
@@ -39,7 +40,6 @@ from .labs import (
     released_notebook,
     resolve_lab,
 )
-from .outputs.feedback import hide_hidden_tests
 from .outputs.results import Result, Status, WorkerReport, write_csv
 from .outputs.summary import write_summary
 from .run.grader import Grader
@@ -56,8 +56,3 @@ __all__ = [
     "add_grade_command", "run_selfcheck", "write_summary",
 ]
 
-
-def __getattr__(name: str):
-    if name == "HideHiddenTests":
-        return hide_hidden_tests()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

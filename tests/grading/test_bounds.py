@@ -10,6 +10,8 @@ import nbformat
 import pytest
 
 from streamlab.grading import bounds
+from streamlab.grading.steps.bounded_execute import BoundedExecute
+from streamlab.grading.steps.bounded_kernel_client import BoundedKernelClient
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +74,7 @@ class _Messages:
     """Feeds nbclient-style messages to the grader's Execute preprocessor's ``output`` (no kernel)."""
 
     def __init__(self):
-        self.execute = bounds.bounded_execute()()
+        self.execute = BoundedExecute()
         self.execute.reset_execution_trackers()
         self.execute.clear_before_next_output = False  # set per cell by nbclient as it starts one
         self.execute._kept, self.execute._noted, self.execute._total = {}, set(), 0
@@ -152,7 +154,7 @@ def test_the_kernel_clients_sockets_refuse_large_messages():
     import zmq
     import zmq.asyncio
 
-    client = bounds.bounded_kernel_client()(context=zmq.asyncio.Context())
+    client = BoundedKernelClient(context=zmq.asyncio.Context())
     client.ip, client.transport, client.iopub_port = "127.0.0.1", "tcp", 1  # nothing listens: connect is lazy
     socket = client._create_connected_socket("iopub")
     try:

@@ -27,7 +27,7 @@ def _cell(source: str, **nbgrader):
 
 
 def _preprocess(*cells):
-    from streamlab.grading import HideHiddenTests
+    from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests
 
     nb = nbformat.v4.new_notebook(cells=list(cells))
     nb, _ = HideHiddenTests().preprocess(nb, {})
@@ -61,14 +61,14 @@ def test_error_without_a_message_keeps_its_type():
 def test_importing_the_grader_does_not_import_nbconvert():
     code = ("import sys, streamlab.grading, streamlab.cli; "
             "print(sorted(m for m in ('nbconvert', 'nbgrader', 'nbformat') if m in sys.modules)); "
-            "from streamlab.grading import HideHiddenTests; "
+            "from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests; "
             "print(HideHiddenTests.__name__, 'nbconvert' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split("\n")[:2] == ["[]", "HideHiddenTests True"], proc.stderr
 
 
 def test_nbgrader_config_uses_it_for_feedback(tmp_path):
-    from streamlab.grading import HideHiddenTests
+    from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests
 
     config = nbgrader_config(tmp_path)
     assert HideHiddenTests in config.GenerateFeedback.preprocessors

@@ -105,15 +105,15 @@ def hostile_notebook() -> nbformat.NotebookNode:
     return nb
 
 
-def nbgrader_page(nb, tmp_path: Path, preprocessors=None) -> str:
+def nbgrader_page(nb, tmp_path: Path, preprocessors=None, config=None) -> str:
     """``nb`` as nbgrader's GenerateFeedback writes it: its exporter, with nbgrader_config.py's preprocessors
-    (or ``preprocessors``) but GetGrades."""
+    (or ``preprocessors``) but GetGrades, configured by ``config`` (nbgrader_config.py's by default)."""
     from nbconvert.exporters import HTMLExporter
     from nbgrader.converters import GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import GetGrades
 
-    config = nbgrader_config(tmp_path / "course")
+    config = config or nbgrader_config(tmp_path / "course")
     converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
     exporter = HTMLExporter(parent=converter, config=converter.config)   # as GenerateFeedback.start() does
     for preprocessor in converter.preprocessors if preprocessors is None else preprocessors:
@@ -166,8 +166,8 @@ def page(tmp_path_factory) -> str:
 
 
 def test_nbgrader_config_makes_feedback_inert_after_hiding_tests(tmp_path):
-    from streamlab.grading import HideHiddenTests
-    from streamlab.grading.outputs.feedback import InertFeedback
+    from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests
+    from streamlab.grading.steps.inert_feedback import InertFeedback
 
     preprocessors = list(nbgrader_config(tmp_path).GenerateFeedback.preprocessors)
     assert preprocessors.index(HideHiddenTests) < preprocessors.index(InertFeedback)
@@ -233,7 +233,7 @@ def test_the_attacks_are_real(tmp_path):
     student's scripts and handlers (so the tests above test something)."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 
-    from streamlab.grading import HideHiddenTests
+    from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests
 
     nb = hostile_notebook()
     nb.cells = nb.cells[:2]
@@ -304,7 +304,7 @@ def test_sanitize_html_reads_crafted_input_in_one_pass():
 
 
 def test_text_is_bounded_too_and_apart_from_outputs():
-    from streamlab.grading.outputs.feedback import InertFeedback
+    from streamlab.grading.steps.inert_feedback import InertFeedback
 
     image = {"image/png": "C" * (3 * CELL_OUTPUT_BYTES // 2)}
     markdown = v4.new_markdown_cell("![big](attachment:big.png)", attachments={"big.png": image})
@@ -363,18 +363,20 @@ def test_the_checks_block_is_a_feedback_step_and_stays_the_graders(tmp_path):
     InertFeedback: first in the notebook, under nbgrader's score, shown as HTML (its figure included), while a
     check's words, which hold what the student made, stay text."""
     from streamlab.grading.outputs.results import CheckResult
-    from streamlab.grading.outputs.verdicts import with_checks_block
+    from streamlab.grading.steps.checks_block import with_checks_block
 
     attack = "<script>document.title='pwned-check'</script>"
     trace = {"title": "counts", "diverged_at": 1, "rows": [
         {"batch": 0, "yours": 1, "reference": 1, "differ": 0, "example": ""},
         {"batch": 1, "yours": 3, "reference": 2, "differ": 1, "example": f"'{attack}': yours 3, reference 2"}]}
     outcomes = [CheckResult("counts", ["test_b"], False, f"wrong {attack}", [trace])]
-    steps = with_checks_block(list(nbgrader_config(tmp_path).GenerateFeedback.preprocessors), outcomes)
+    config = nbgrader_config(tmp_path / "course")
+    with_checks_block(config, outcomes)
+    steps = list(config.GenerateFeedback.preprocessors)
     names = [step.__name__ for step in steps]
     assert names.index("ChecksBlock") == names.index("InertFeedback") + 1
     nb = v4.new_notebook(cells=[v4.new_markdown_cell("# The lab"), v4.new_code_cell("x = 1")])
-    page = nbgrader_page(nb, tmp_path, preprocessors=steps)
+    page = nbgrader_page(nb, tmp_path, preprocessors=steps, config=config)
     assert page.count("Checked by the grader") == 1
     assert page.index("Score: 1.0 / 2.0") < page.index("Checked by the grader") < page.index('id="The-lab"')
     tags = Tags(page)

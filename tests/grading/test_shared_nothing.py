@@ -15,7 +15,8 @@ import time
 import pytest
 
 from streamlab.grading.hidden_checks import CheckResult, RuntimeBroke, run_checks
-from streamlab.grading.sandbox.box import kernel_manager_class, kernel_output, output_tail
+from streamlab.grading.sandbox.box import kernel_output, output_tail
+from streamlab.grading.steps.bounded_kernel_manager import BoundedKernelManager
 from streamlab.grading.workers.checks_runner import runtime_failure
 from streamlab.grading.workers.worker import BoundedLog
 
@@ -97,7 +98,7 @@ def test_a_kernels_own_output_goes_to_its_work_folder_never_the_workers(tmp_path
     import asyncio
 
     output = kernel_output({"STREAMLAB_DATA_DIR": str(tmp_path / "work" / "data")})  # not made yet (a self-check's)
-    manager = kernel_manager_class(env={**os.environ}, output=output)()
+    manager = BoundedKernelManager(env={**os.environ}, output=str(output))
 
     async def run():
         await manager.start_kernel()

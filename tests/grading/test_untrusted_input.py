@@ -16,6 +16,7 @@ from streamlab.grading.outputs.results import Result, Status, write_csv
 from streamlab.grading.outputs.summary import write_summary
 from streamlab.grading.run.grader import Grader
 from streamlab.grading.run.submissions import check_notebook
+from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests
 
 
 def test_a_deeply_nested_or_huge_file_is_an_invalid_notebook(tmp_path, monkeypatch):
@@ -89,7 +90,7 @@ def _graded_notebook(hook_output: str):
 
 
 def test_an_output_quoting_the_hidden_tests_is_withheld():
-    hide = feedback.hide_hidden_tests()()
+    hide = HideHiddenTests()
     leaked, _ = hide.preprocess(_graded_notebook("SOURCE assert expected_visits == computed_visits_per_page\n"), {})
     assert leaked.cells[1].outputs[0]["text"].startswith("[output withheld")
     assert "computed_visits_per_page" not in leaked.cells[0].source

@@ -5,7 +5,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from streamlab.grading.outputs.withhold import NOTE, withhold_hidden_tests, without_hidden_tests
+from streamlab.grading.outputs.withhold import NOTE, without_hidden_tests
+from streamlab.grading.steps.withhold_hidden_tests import WithholdHiddenTests
 
 CELL = """assert ok(), "visible"
     ### BEGIN HIDDEN TESTS
@@ -30,7 +31,7 @@ def test_the_grader_runs_it_right_after_overwrite_cells(tmp_path):
     assert [step.__name__ for step in config.Autograde.autograde_preprocessors][0] == "BoundedExecute"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL), nbformat.v4.new_markdown_cell(
         "### BEGIN HIDDEN TESTS (a markdown cell is text, left alone)")])
-    out, _ = withhold_hidden_tests()().preprocess(nb, {})
+    out, _ = WithholdHiddenTests().preprocess(nb, {})
     assert "secret_answer" not in out.cells[0].source and NOTE in out.cells[0].source
     assert out.cells[1].source.startswith("### BEGIN HIDDEN TESTS")
 
@@ -42,15 +43,16 @@ def test_one_reader_of_the_markers_for_the_kernel_and_the_feedback():
     raises on both)."""
     from nbgrader.preprocessors import ClearHiddenTests
 
-    from streamlab.grading.outputs.feedback import hidden_lines, hide_hidden_tests
+    from streamlab.grading.outputs.feedback import hidden_lines
     from streamlab.grading.outputs.withhold import HiddenTests, read_hidden_tests
+    from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests
 
     read = read_hidden_tests(CELL)
     assert read.found and read.lines == ['    assert secret_answer() == 42, "the hidden line"']
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL, metadata={"nbgrader": {"grade": True}})])
     assert hidden_lines(nb) == {line.strip() for line in read.lines}
-    hidden, _ = hide_hidden_tests()().preprocess(nbformat.from_dict(nb), {})
-    withheld, _ = withhold_hidden_tests()().preprocess(nbformat.from_dict(nb), {})
+    hidden, _ = HideHiddenTests().preprocess(nbformat.from_dict(nb), {})
+    withheld, _ = WithholdHiddenTests().preprocess(nbformat.from_dict(nb), {})
     assert hidden.cells[0].source == withheld.cells[0].source == read.shown
     open_region = "x = 1\n### BEGIN HIDDEN TESTS\nsecret = 2"
     assert read_hidden_tests(open_region).shown == f"x = 1\n{NOTE}" and read_hidden_tests(open_region).lines == [

@@ -1,9 +1,9 @@
 """What students get back: nbgrader's feedback without hidden tests, or a page saying why not.
 
-``HideHiddenTests`` and ``InertFeedback`` are nbconvert preprocessors that ``nbgrader_config.py`` puts in
-``GenerateFeedback.preprocessors``. They are built on first use, so that importing the grader (every
-``streamlab`` command does) does not import nbconvert. When nbgrader wrote no feedback (the notebook
-timed out, crashed or could not be read), the grader writes ``status_page`` instead.
+What the feedback's two nbconvert preprocessors do, as functions: ``steps/hide_hidden_tests.py`` withholds an output
+that quotes a hidden test (``hidden_lines``, ``quotes_any``), ``steps/inert_feedback.py`` keeps an output inert
+(``inert_output``) and markdown sanitised (``markdown_html``, ``sanitize_html``). When nbgrader wrote no feedback (the
+notebook timed out, crashed or could not be read), the grader writes ``status_page`` instead.
 
 A feedback page shows what a student made (their markdown, their outputs) to the instructor who opens
 it, so nothing in it may run or call out: ``InertFeedback`` keeps only an allow-list of HTML from the
@@ -17,62 +17,11 @@ import base64
 import html
 import json
 import re
-from functools import cache
 from pathlib import Path
 
-from ...lessons.mistakes import framed, learner_message
 from .. import bounds
 from .results import Result, Status, format_points
-from .withhold import BEGIN, END, NOTE, read_hidden_tests
-
-
-@cache
-def hide_hidden_tests():
-    """The ``HideHiddenTests`` preprocessor class (imports nbconvert)."""
-    from nbconvert.preprocessors import Preprocessor
-    from traitlets import Unicode
-
-    class HideHiddenTests(Preprocessor):
-        """For feedback: in test cells, replace hidden test regions by a note and reduce error
-        tracebacks (which quote the failing line) to the error's type and message (after the course's
-        paragraph about a catalogued mistake, when the kernel put one first)."""
-
-        begin = Unicode(BEGIN).tag(config=True)
-        end = Unicode(END).tag(config=True)
-        note = Unicode(NOTE).tag(config=True)
-        withheld = Unicode("[output withheld: it quoted the grader's hidden tests]").tag(config=True)
-        enabled = True
-
-        def preprocess(self, nb, resources):
-            # A submission's code sees the hidden tests run in its kernel (an IPython hook can print
-            # each cell's source): any output quoting a line of them is withheld, in every cell.
-            self._hidden_lines = hidden_lines(nb, self.begin, self.end)
-            return super().preprocess(nb, resources)
-
-        def _withhold_quotes(self, cell) -> None:
-            for number, output in enumerate(cell.get("outputs", [])):
-                if quotes_any(output_text(output), self._hidden_lines):
-                    cell.outputs[number] = {"output_type": "stream", "name": "stdout", "text": self.withheld + "\n"}
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type == "code":
-                self._withhold_quotes(cell)
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if cell.cell_type != "code" or not meta.get("grade"):
-                return cell, resources
-            read = read_hidden_tests(cell.source, self.begin, self.end, self.note)
-            if read.found:
-                cell.source = read.shown
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    message = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}".rstrip(": ")
-                    said = learner_message(output.get("traceback") if isinstance(output.get("traceback"), list)
-                                           else None)  # a catalogued mistake's paragraph stays first
-                    output["traceback"] = (framed(said) if said else []) + [message]
-            return cell, resources
-
-    return HideHiddenTests
-
+from .withhold import BEGIN, END, read_hidden_tests
 
 MIN_QUOTED = 16  # shorter lines ("assert ok", "print(x)") could be the student's own
 
@@ -342,7 +291,7 @@ def as_markdown_source(fragment: str) -> str:
     return f'<div class="{RENDERED_MARKDOWN}"><p><em>[this text could not be shown safely]</em></p></div>'
 
 
-def _size(value) -> int:
+def size_in_bytes(value) -> int:
     """About how many bytes ``value`` (an output, a source) takes: its strings' UTF-8 bytes, plus a little
     per item (walked without recursion or a copy: an output can be large, its metadata deep)."""
     total, stack = 0, [value]
@@ -437,91 +386,6 @@ def inert_output(output: dict) -> dict | None:
     return result
 
 
-@cache
-def inert_feedback():
-    """The ``InertFeedback`` preprocessor class (imports nbconvert)."""
-    import nbformat
-    from nbconvert.preprocessors import Preprocessor
-    from traitlets import Integer
-
-    class InertFeedback(Preprocessor):
-        """For feedback, after ``HideHiddenTests``: makes every part a student made inert. Markdown (cells,
-        outputs, comments) is rendered here and sanitised (``sanitize_html``); outputs keep one safe
-        representation (``inert_output``), their metadata only an image's size and alt text.
-
-        Sizes: a cell's outputs are kept up to ``cell_bytes``, the notebook's up to ``notebook_bytes``; past
-        either, an output is replaced by a note saying how big it was (past the notebook's, one note per
-        cell). Text (code, rendered markdown) has the same two limits, counted apart, so that a flood of
-        outputs never hides the lab's own text or a test's code."""
-
-        cell_bytes = Integer(bounds.CELL_OUTPUT_BYTES).tag(config=True)
-        notebook_bytes = Integer(bounds.NOTEBOOK_OUTPUT_BYTES).tag(config=True)
-        enabled = True
-
-        def preprocess(self, nb, resources):
-            self._left = {"output": self.notebook_bytes, "text": self.notebook_bytes}
-            nb.metadata.pop("widgets", None)    # widget state: only nbconvert's widget scripts read it
-            return super().preprocess(nb, resources)
-
-        def _within(self, kind: str, size: int, cell_left: int) -> str | None:
-            """None if ``size`` more bytes of ``kind`` fit in the cell and the notebook (they are counted);
-            otherwise the note that replaces them."""
-            if size > cell_left:
-                return left_out_note(size, self.cell_bytes, "one cell", kind)
-            if size > self._left[kind]:
-                return left_out_note(size, self.notebook_bytes, "the whole notebook", kind)
-            self._left[kind] -= size
-            return None
-
-        def preprocess_cell(self, cell, resources, index):
-            meta = cell.get("metadata", {}).get("nbgrader")
-            if isinstance(meta, dict):
-                if "grade_id" in meta:
-                    meta["grade_id"] = html.escape(str(meta["grade_id"]))   # the template writes it raw
-                if isinstance(meta.get("comment"), str):                     # rendered as markdown, raw
-                    meta["comment"] = as_markdown_source(markdown_html(meta["comment"][:self.cell_bytes]))
-            if cell.cell_type == "markdown":
-                attachments = cell.pop("attachments", None)
-                size = _size(cell.source) + _size(attachments)
-                note = left_out_note(size, self.cell_bytes, "one cell", "text") if size > self.cell_bytes else None
-                fragment = "" if note else markdown_html(cell.source, attachments)
-                note = note or self._within("text", _size(fragment), self.cell_bytes)
-                cell.source = as_markdown_source(f"<p><em>{html.escape(note)}</em></p>" if note else fragment)
-            elif cell.cell_type == "raw":   # shown only if its format is HTML's
-                cell.source = sanitize_html(cell.source[:self.cell_bytes])
-                if self._within("text", _size(cell.source), self.cell_bytes):
-                    cell.source = ""
-            elif cell.cell_type == "code":
-                note = self._within("text", _size(cell.source), self.cell_bytes)
-                if note:
-                    cell.source = cell.source[:bounds.FEEDBACK_SOURCE_CHARS] + "\n# " + note
-                count = cell.get("execution_count")
-                cell.execution_count = count if isinstance(count, int) and not isinstance(count, bool) else None
-                cell.outputs = self._outputs(cell.get("outputs", []))
-            return cell, resources
-
-        def _outputs(self, outputs: list) -> list:
-            """``outputs`` made inert, within the cell's and the notebook's limits."""
-            kept, cell_left, past_notebook = [], self.cell_bytes, False
-            for output in outputs:
-                size, shown = _size(output), None
-                if size <= min(cell_left, self._left["output"]):
-                    shown = inert_output(output)
-                    if shown is None:
-                        continue
-                    size = _size(shown)
-                note = self._within("output", size, cell_left)
-                if note is None:
-                    kept.append(shown)
-                    cell_left -= size
-                elif size > cell_left or not past_notebook:
-                    past_notebook = past_notebook or size <= cell_left
-                    kept.append({"output_type": "stream", "name": "stdout", "text": note + "\n"})
-            return [nbformat.from_dict(output) for output in kept]
-
-    return InertFeedback
-
-
 # -- pages: a strict content security policy first in every page the grader writes -----------------------------
 
 # Nothing runs (no script, inline or not, so no event handler or javascript: URL either) and nothing is fetched
@@ -563,14 +427,6 @@ def inert_feedback_pages(folder: Path) -> list[Path]:
         if inert != text:
             page.write_text(inert, encoding="utf-8")
     return pages
-
-
-def __getattr__(name: str):
-    if name == "HideHiddenTests":
-        return hide_hidden_tests()
-    if name == "InertFeedback":
-        return inert_feedback()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 STATUS_EXPLANATIONS = {

@@ -1,13 +1,12 @@
 """The hidden checks' verdicts as people read them: a line for grades.csv (``summary_detail``) and, at the top of
 each feedback page, the block "Checked by the grader": the checks' table, and each state trace drawn (an inline
 SVG, no script) with the batch where the student's state diverged from the reference's (``summary_html``), put
-there by a feedback preprocessor of nbgrader's generate_feedback (``with_checks_block``).
+there by a feedback preprocessor of nbgrader's generate_feedback (``steps/checks_block.py``).
 """
 from __future__ import annotations
 
 import html
 
-from .feedback import as_markdown_source
 from .results import CheckResult
 
 
@@ -88,27 +87,3 @@ def summary_html(outcomes: list[CheckResult]) -> str:
             'checked what each part left behind (its checkpoints and Kafka topics). A test cell earns its '
             'points only if these checks confirm it.</p><table><tr><th>check</th><th>test cells</th>'
             f'<th>result</th></tr>{rows}</table>{traces}</div>')
-
-
-def with_checks_block(preprocessors: list, outcomes: list[CheckResult]) -> list:
-    """nbgrader's feedback ``preprocessors`` (nbgrader_config.py's ``GenerateFeedback.preprocessors``) with one more,
-    right after ``InertFeedback`` (or last): it puts the block "Checked by the grader" (``summary_html``) first in
-    each notebook, so the page shows it under nbgrader's score. After InertFeedback, because that one makes what
-    the student wrote inert, and this block is the grader's own, every value in it escaped. It is a markdown cell
-    that the template passes through as it is (``feedback.as_markdown_source``): nbconvert cleans a raw cell's
-    HTML, which would take the figure and the table apart."""
-    import nbformat
-    from nbconvert.preprocessors import Preprocessor
-
-    block = as_markdown_source(summary_html(outcomes))
-
-    class ChecksBlock(Preprocessor):
-        enabled = True
-
-        def preprocess(self, nb, resources):
-            nb.cells.insert(0, nbformat.v4.new_markdown_cell(block))
-            return nb, resources
-
-    names = [getattr(step, "__name__", "") for step in preprocessors]
-    at = names.index("InertFeedback") + 1 if "InertFeedback" in names else len(preprocessors)
-    return [*preprocessors[:at], ChecksBlock, *preprocessors[at:]]

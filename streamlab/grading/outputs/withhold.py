@@ -12,7 +12,6 @@ the kernel holds reaches them through a locked cell that writes it to a topic (s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 NOTE = "# (hidden tests: checked by the grader outside your notebook)"
@@ -51,19 +50,3 @@ def without_hidden_tests(source: str, begin: str = BEGIN, end: str = END) -> tup
     """``source`` with each hidden region replaced by ``NOTE``; and whether any was."""
     read = read_hidden_tests(source, begin, end)
     return read.shown, read.found
-
-
-@cache
-def withhold_hidden_tests():
-    """The ``WithholdHiddenTests`` preprocessor class (imports nbconvert)."""
-    from nbconvert.preprocessors import Preprocessor
-
-    class WithholdHiddenTests(Preprocessor):
-        """Replace every hidden test region of every code cell by a one-line note."""
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type == "code":
-                cell.source, _ = without_hidden_tests(cell.source)
-            return cell, resources
-
-    return WithholdHiddenTests

@@ -40,7 +40,7 @@ from pathlib import Path
 from ...stack.java import find_java
 from ...stack.paths import PACKAGE_DIR, cache_dir
 from .. import bounds
-from ..bounds import FOLDER_DEPTH, bounded_kernel_client
+from ..bounds import FOLDER_DEPTH
 from .door import KafkaDoor
 from .kafka_requests import KafkaBudget
 from .limits import (
@@ -54,6 +54,7 @@ from .limits import (
 )
 
 KERNEL_NAME = "streamlab-sandbox"
+SANDBOX_KERNEL_MANAGER = "streamlab.grading.steps.sandbox_kernel_manager.SandboxKernelManager"
 
 
 def bwrap() -> str | None:
@@ -269,9 +270,13 @@ class Sandbox:
         kernel and its JVM write to their stdout and stderr goes to a file in the work folder, within its disk
         limit (``kernel_output``), never to the worker's own output."""
         config.Execute.kernel_name = KERNEL_NAME
-        config.Execute.kernel_manager_class = kernel_manager_class(
-            self.runtime / "kernel", self.uid if is_root() else None, env=self.env,
-            kernel_dirs=[str(self.runtime / "jupyter" / "kernels")], output=kernel_output(self.env))
+        config.Execute.kernel_manager_class = SANDBOX_KERNEL_MANAGER  # imported by nbclient, not by the grader
+        manager = config.SandboxKernelManager
+        manager.folder = str(self.runtime / "kernel")
+        manager.uid = self.uid if is_root() else None
+        manager.env = dict(self.env)
+        manager.kernel_dirs = [str(self.runtime / "jupyter" / "kernels")]
+        manager.output = str(kernel_output(self.env))
 
     def command(self, *args: str) -> list[str]:
         """A command line that runs ``args`` in this sandbox (what the kernelspec does for the kernel)."""
@@ -351,10 +356,6 @@ class Sandbox:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-# What nbgrader sets in its own environment for the kernels it starts (``utils.setenv``): passed on to them.
-NBGRADER_ENV = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")
-
-
 def kernel_output(env: dict[str, str]) -> Path:
     """The file a submission's kernel (and everything it starts) writes its stdout and stderr to: in its own
     work folder (the parent of ``env``'s data folder, as for ``Sandbox.work``), so the sandbox's disk limit bounds
@@ -381,62 +382,6 @@ def output_tail(path: Path, max_bytes: int = bounds.OUTPUT_TAIL_BYTES) -> str:
         tail = handle.read(max_bytes).decode("utf-8", errors="replace")
     cut = f"[the first {info.st_size - max_bytes} bytes are left out]\n" if info.st_size > max_bytes else ""
     return cut + tail
-
-
-def kernel_manager_class(folder: Path | None = None, uid: int | None = None, *, env: dict[str, str] | None = None,
-                         kernel_dirs: list[str] = (), output: Path | None = None):
-    """A jupyter_client kernel manager whose clients' sockets are bounded (``bounds.bounded_kernel_client``).
-    ``env``: the environment its kernels start with (plus nbgrader's own ``NBGRADER_EXECUTION``); None:
-    this process's. ``kernel_dirs``: kernelspec folders searched first. ``output``: the file its kernels' stdout
-    and stderr go to (appended; None: this process's). With ``folder``: its connection file
-    and sockets (the ``ipc`` transport: socket files, no TCP) are in ``folder``, as the sandbox has no
-    network of the grader's to listen on."""
-    import uuid
-
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
-    from jupyter_core.paths import jupyter_path
-    from traitlets import default
-
-    class BoundedKernelManager(AsyncKernelManager):
-        @default("client_factory")
-        def _bounded_client(self):
-            return bounded_kernel_client()
-
-        @default("kernel_spec_manager")
-        def _own_kernel_specs(self):
-            return KernelSpecManager(parent=self, kernel_dirs=[*kernel_dirs, *jupyter_path("kernels")])
-
-        async def _async_pre_start_kernel(self, **kwargs):
-            if env is not None:
-                kwargs["env"] = {**env, **{name: os.environ[name] for name in NBGRADER_ENV if name in os.environ}}
-            if output is not None:
-                Path(output).parent.mkdir(parents=True, exist_ok=True)  # a self-check's data folder is made later
-                self._output = open(output, "ab")  # noqa: SIM115 - the kernel holds it; ours closes once it runs
-                kwargs["stdout"] = kwargs["stderr"] = self._output
-            return await super()._async_pre_start_kernel(**kwargs)
-
-        async def _async_post_start_kernel(self, **kwargs):
-            if getattr(self, "_output", None) is not None:
-                self._output.close()
-                self._output = None
-            return await super()._async_post_start_kernel(**kwargs)
-
-    if folder is None:
-        return BoundedKernelManager
-
-    class SandboxKernelManager(BoundedKernelManager):
-        async def _async_pre_start_kernel(self, **kwargs):
-            name = folder / f"kernel-{uuid.uuid4().hex[:12]}"
-            self.transport = "ipc"
-            self.connection_file = f"{name}.json"
-            self.ip = f"{name}-ipc"
-            started = await super()._async_pre_start_kernel(**kwargs)
-            if uid is not None:  # the kernel, as the sandbox's user, reads it
-                os.chown(self.connection_file, uid, uid)
-            return started
-
-    return SandboxKernelManager
 
 
 def untrusted_folder(folder: Path, *, readable: bool = False) -> list[str]:

@@ -2,7 +2,7 @@
 
 The grader builds a ``SubmissionContext`` once per submission (``Grader._autograde``); it travels as JSON
 over the warm worker's channel (``warm``), and the worker passes it, as an argument, to what grades the
-submission: the sandbox (``sandbox.Sandbox``), the kernel nbgrader starts (``sandbox.kernel_manager_class``),
+submission: the sandbox (``sandbox.Sandbox``), the kernel nbgrader starts (``steps/sandbox_kernel_manager.py``),
 the slot's Kafka principal (``tenancy``) and the hidden checks' process (``hidden.ChecksProcess``). Nothing
 re-derives it from a process's environment: ``env`` is the environment built for the submission's child
 processes (``isolation.submission_environment``), given to each child when it starts.

@@ -29,15 +29,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import bounds
-from ..bounds import bounded_execute
 from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
 from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
-from ..outputs.verdicts import summary_detail, with_checks_block
-from ..outputs.withhold import withhold_hidden_tests
-from ..sandbox.box import Sandbox, kernel_manager_class, kernel_output, output_tail, untrusted_folder
+from ..outputs.verdicts import summary_detail
+from ..sandbox.box import Sandbox, kernel_output, output_tail, untrusted_folder
 from ..sandbox.limits import Limits
 from ..sandbox.tenancy import Principal
+from ..steps.bounded_execute import BoundedExecute
+from ..steps.bounded_kernel_manager import BoundedKernelManager
+from ..steps.checks_block import with_checks_block
+from ..steps.withhold_hidden_tests import WithholdHiddenTests
 from .context import SubmissionContext
 from .hidden import (
     CHECKS_LIMITS,
@@ -64,7 +66,7 @@ def _cell_seconds(cell) -> float | None:
 
 def _why_autograde_failed(failure: BaseException | None, text: str, cell_timeout: float) -> tuple[Status, str]:
     """The status and detail for an autograde that failed: by the type of the exception that stopped the
-    notebook's run (``failure``, as ``bounds.bounded_execute`` caught it), never by words in a log a notebook
+    notebook's run (``failure``, as ``BoundedExecute`` caught it), never by words in a log a notebook
     can print into. Only when nothing stopped a run (nbgrader failed before running it), nbgrader's own
     ``text`` tells a notebook it refused (invalid) from its own failure (a grader error, graded again)."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -156,18 +158,22 @@ def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[st
     within bounds as they arrive (``bounds``), hidden tests taken out right after nbgrader puts the test
     cells back (``withhold``), kernel clients whose messages are bounded, and kernels started with
     ``kernel_env`` (the submission's environment; None: this process's). ``progress``: a file the running
-    notebook is saved to after every cell (``bounds.bounded_execute``)."""
+    notebook is saved to after every cell (``steps/bounded_execute.py``)."""
     from nbgrader.converters import Autograde
 
     config = nbgrader_config(course, cell_timeout=cell_timeout)
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
-    config.Autograde.autograde_preprocessors = [bounded_execute() if step.__name__ == "Execute" else step
+    config.Autograde.autograde_preprocessors = [BoundedExecute if step.__name__ == "Execute" else step
                                                 for step in steps]
     steps = Autograde.class_traits()["sanitize_preprocessors"].default()
     at = [step.__name__ for step in steps].index("OverwriteCells") + 1
-    config.Autograde.sanitize_preprocessors = [*steps[:at], withhold_hidden_tests(), *steps[at:]]
+    config.Autograde.sanitize_preprocessors = [*steps[:at], WithholdHiddenTests, *steps[at:]]
     output = kernel_output(kernel_env) if kernel_env and kernel_env.get("STREAMLAB_DATA_DIR") else None
-    config.Execute.kernel_manager_class = kernel_manager_class(env=kernel_env, output=output)
+    config.Execute.kernel_manager_class = BoundedKernelManager
+    if kernel_env is not None:
+        config.BoundedKernelManager.env = dict(kernel_env)
+    if output is not None:
+        config.BoundedKernelManager.output = str(output)
     if progress:
         config.BoundedExecute.progress = progress
     return config
@@ -181,7 +187,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     if box is not None:
         box.configure(config)  # its kernelspec and kernel manager, with the same environment
     started, started_at = time.monotonic(), datetime.now(UTC)
-    bounded_execute().last_failure = None
+    BoundedExecute.last_failure = None
     with (box.stopped_at_a_limit() if box is not None else nullcontext()):
         autograded = run_converter(Autograde, config, assignment=lab, student=student,
                                    force=True, create_student=True)
@@ -202,7 +208,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     timings["usage"] = usage
     if not autograded["success"]:
         sys.stderr.write(autograded.get("error", ""))
-        status, detail = _why_autograde_failed(bounded_execute().last_failure,
+        status, detail = _why_autograde_failed(BoundedExecute.last_failure,
                                                autograded["log"] + autograded.get("error", ""),
                                                config.Execute.timeout)
         return WorkerReport.no_result(status, detail, **timings)
@@ -247,11 +253,11 @@ def _settle_points(config, lab: str, student: str, outcomes: list[CheckResult]) 
 
 def _generate_feedback(config, lab: str, student: str, outcomes: list[CheckResult]) -> bool:
     """nbgrader's generate_feedback, its preprocessors given one more when there are checks: their block first in
-    each page (``verdicts.with_checks_block``)."""
+    each page (``steps/checks_block.py``)."""
     from nbgrader.converters import GenerateFeedback
 
     if outcomes:
-        config.GenerateFeedback.preprocessors = with_checks_block(config.GenerateFeedback.preprocessors, outcomes)
+        with_checks_block(config, outcomes)
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
         sys.stderr.write(feedback.get("error", ""))
