@@ -56,7 +56,7 @@ from .lessons.events import (
 from .lessons.runs import WAIT_S, Run, catch_up, error_class, latest, progress_table, run_to_end
 from .lessons.streams import BatchCollector, kafka_stream, kafka_table, write_batch_to_topic
 from .lessons.watch import StateWatch, watch
-from .stack.doctor import run_checks
+from .stack.doctor import diagnose
 from .stack.kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
 from .stack.session import spark, stop_all_queries
 
@@ -86,7 +86,7 @@ _mistakes.install()
 
 
 def doctor(*, with_spark: bool = True):
-    """Run the environment checks; returns a pandas DataFrame (one row per check)."""
+    """What ``streamlab doctor`` finds, as a pandas DataFrame (one row per finding)."""
     import pandas as pd
 
-    return pd.DataFrame([c.__dict__ for c in run_checks(with_spark=with_spark)])
+    return pd.DataFrame([c.__dict__ for c in diagnose(with_spark=with_spark)])

@@ -33,7 +33,7 @@ from .grading.sandbox.limits import enforced_limits
 from .site import build as site_build
 from .site.mermaid import MermaidError
 from .stack import broker, cluster, console, jars, jupyter, jvm_archives, kafka, make_archives, translations
-from .stack.doctor import report, run_checks
+from .stack.doctor import diagnose, report
 from .stack.java import JavaError
 from .stack.paths import project_root
 
@@ -143,10 +143,10 @@ def cmd_cluster(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    checks = run_checks(with_spark=not args.quick)
-    print(report(checks))
+    findings = diagnose(with_spark=not args.quick)
+    print(report(findings))
     print(grading_sandbox_line())
-    failed = [c for c in checks if not c.ok]
+    failed = [c for c in findings if not c.ok]
     print("\nAll checks passed." if not failed else f"\n{len(failed)} check(s) failed: see the hints above.")
     return 1 if failed else 0
 

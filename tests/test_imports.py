@@ -203,7 +203,7 @@ def test_a_circle_put_back_into_streamlab_fails(tmp_path):
     copy = tmp_path / "streamlab"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     broker = copy / "stack" / "broker.py"
-    broker.write_text(broker.read_text() + "\n\ndef _java():\n    from .doctor import run_checks\n")
+    broker.write_text(broker.read_text() + "\n\ndef _java():\n    from .doctor import diagnose\n")
     cycles = find_cycles(import_graph(copy))
     assert ["streamlab.stack.broker", "streamlab.stack.doctor", "streamlab.stack.broker"] in cycles
 

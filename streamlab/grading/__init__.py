@@ -11,7 +11,7 @@
 Follow one submission through five wings, each a folder with its reading order in its ``__init__``:
 
     labs          the labs: where they live, the course's nbgrader config, release_labs
-    bounds        how much of what a student made the grader reads: every untrusted size, capped
+    bounds        how much of what a student made the grader reads: every untrusted size, bounded
     run/          the run: submissions found, the Grader (a SubmissionContext each), shards, progress, run.json, merge
     workers/      the child processes the run hands submissions to: the warm worker (autograde, checks, feedback),
                   the checks' process

@@ -1,11 +1,11 @@
 """Every bound the grader sets, in one place, named by what it bounds: what a submission may use, what its Kafka
 clients may ask of the broker, how long the grader waits, and how much of what a student made the grader reads,
-keeps and shows. A new limit is one line here (and its test in tests/grading/test_bounds.py, or beside the code that
+keeps and shows. A new bound is one line here (and its test in tests/grading/test_bounds.py, or beside the code that
 enforces it); the modules read them as ``bounds.NAME`` when they run, so a test can lower one.
 
-What a student made is untrusted: every size of it is bounded before (or while) it is read, never after. The caps
+What a student made is untrusted: every size of it is bounded before (or while) it is read, never after. The bounds
 are far above what any lab's reference solution makes (its measured sizes are in the comments), so only a crafted
-submission meets them. Output caps follow PrairieLearn's 1 MB cap on an autograder's results as the anchor.
+submission meets them. Output bounds follow PrairieLearn's 1 MB limit on an autograder's results as the anchor.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ CHECKS_WAIT_S = 600               # for the checks to finish once the notebook h
 BROKER_PROBE_S = 15               # for the broker to answer the grader's health probe
 ACL_WAIT_S = 30                   # at most, for the broker to show new ACLs (it takes milliseconds)
 
-# -- What the grader reads, keeps and shows of what a submission made, besides the caps above
+# -- What the grader reads, keeps and shows of what a submission made, besides the bounds above
 STUDENT_ID_CHARS = 100            # a student's id: the submitted file's or folder's name
 PROBLEMS_NAMED = 3                # of a notebook's cells that differ from the lab's, named in its refusal (all counted)
 EXTRA_FILE_BYTES = 64 * 1024      # a file handed in beside the notebook (nbgrader's timestamp.txt: one line)
@@ -92,7 +92,7 @@ def json_containers(data: bytes) -> int:
 
 
 def scan_checkpoint(folder) -> None:
-    """Raise ``TooLarge`` unless the checkpoint folder ``folder`` is within the caps above: its file count,
+    """Raise ``TooLarge`` unless the checkpoint folder ``folder`` is within the bounds above: its file count,
     its total size, each log file, and each state zip's entries decompressed (streamed and counted, so a
     zip whose header lies about its sizes is caught too). Symbolic links were removed before (see
     ``sandbox.untrusted_folder``); any left are refused."""
@@ -141,14 +141,14 @@ def _scan_zip(path, root) -> None:
             raise TooLarge(f"{where} holds {len(entries)} entries")
         expanded = 0
         for entry in entries:
-            cap = ZIP_METADATA_BYTES if entry.filename.rsplit("/", 1)[-1] == "metadata" else ZIP_EXPANDED_BYTES
-            if entry.file_size > cap or expanded + entry.file_size > ZIP_EXPANDED_BYTES:
+            bound = ZIP_METADATA_BYTES if entry.filename.rsplit("/", 1)[-1] == "metadata" else ZIP_EXPANDED_BYTES
+            if entry.file_size > bound or expanded + entry.file_size > ZIP_EXPANDED_BYTES:
                 raise TooLarge(f"{where}: {entry.filename} says it expands to {entry.file_size // MB} MB")
             size = 0
             with archive.open(entry) as stream:
                 while chunk := stream.read(MB):
                     size += len(chunk)
-                    if size > cap or expanded + size > ZIP_EXPANDED_BYTES:
+                    if size > bound or expanded + size > ZIP_EXPANDED_BYTES:
                         raise TooLarge(f"{where}: {entry.filename} expands to more than "
-                                       f"{min(cap, ZIP_EXPANDED_BYTES) // MB} MB")
+                                       f"{min(bound, ZIP_EXPANDED_BYTES) // MB} MB")
             expanded += size

@@ -54,10 +54,10 @@ def _process(tmp_path: Path, source: str, *, sha: str | None = None, make_box=No
 def test_a_verdict_comes_back(tmp_path):
     process = _process(tmp_path, CHECKS.replace("WRITES", "pass  # without a sandbox, the folder is writable"))
     try:
-        outcomes = process.run()
+        verdicts = process.run()
     finally:
         process.close()
-    assert [(o.name, o.passed) for o in outcomes] == [("sees", True), ("read_only", True)], outcomes
+    assert [(o.name, o.passed) for o in verdicts] == [("sees", True), ("read_only", True)], verdicts
 
 
 def test_a_dead_jvm_is_broken_checks_not_a_failed_part(tmp_path):
@@ -95,8 +95,8 @@ def test_in_their_sandbox_the_checks_read_the_student_data_and_cannot_change_it(
                                                            disk_mb=512),
                                                read_only=(str(checks), str(student))))
     try:
-        outcomes = process.run()
+        verdicts = process.run()
     finally:
         process.close()
-    assert [(o.name, o.passed, o.detail) for o in outcomes] == [("sees", True, ""), ("read_only", True, "")]
+    assert [(o.name, o.passed, o.detail) for o in verdicts] == [("sees", True, ""), ("read_only", True, "")]
     assert (student / "answer.txt").read_text() == "42"

@@ -369,9 +369,9 @@ def test_the_checks_block_is_a_feedback_step_and_stays_the_graders(tmp_path):
     trace = {"title": "counts", "diverged_at": 1, "rows": [
         {"batch": 0, "yours": 1, "reference": 1, "differ": 0, "example": ""},
         {"batch": 1, "yours": 3, "reference": 2, "differ": 1, "example": f"'{attack}': yours 3, reference 2"}]}
-    outcomes = [CheckResult("counts", ["test_b"], False, f"wrong {attack}", [trace])]
+    verdicts = [CheckResult("counts", ["test_b"], False, f"wrong {attack}", [trace])]
     config = nbgrader_config(tmp_path / "course")
-    with_checks_block(config, outcomes)
+    with_checks_block(config, verdicts)
     steps = list(config.GenerateFeedback.preprocessors)
     names = [step.__name__ for step in steps]
     assert names.index("ChecksBlock") == names.index("InertFeedback") + 1

@@ -7,7 +7,7 @@ import sys
 
 from streamlab import cli
 from streamlab.stack import doctor
-from streamlab.stack.doctor import Check
+from streamlab.stack.doctor import Finding
 from streamlab.stack.paths import cache_dir
 
 
@@ -33,8 +33,8 @@ def test_doctor_command_runs_in_a_fresh_process(kafka_bootstrap):
 
 
 def test_report_shows_the_fix_of_each_failure():
-    text = doctor.report([Check("java", True, "Java 17 at /usr/bin/java"),
-                          Check("kafka broker", False, "not started", "Run `streamlab kafka start`.")])
+    text = doctor.report([Finding("java", True, "Java 17 at /usr/bin/java"),
+                          Finding("kafka broker", False, "not started", "Run `streamlab kafka start`.")])
     assert text.splitlines() == [
         "ok  java          Java 17 at /usr/bin/java",
         "FAIL kafka broker  not started",
@@ -46,9 +46,9 @@ def test_report_shows_the_fix_of_each_failure():
 def test_the_doctor_reports_the_start_up_archives(tmp_path, monkeypatch):
     """Here they are ready (`make setup` made them); in an empty cache each kind is missing, with the fix,
     and that is advice, not a failure."""
-    assert doctor.check_archives().detail.startswith("ready for 6 kinds of JVM"), doctor.check_archives()
+    assert doctor.examine_archives().detail.startswith("ready for 6 kinds of JVM"), doctor.examine_archives()
     (tmp_path / "jars").symlink_to(cache_dir() / "jars")
     monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path))
-    missing = doctor.check_archives()
+    missing = doctor.examine_archives()
     assert missing.ok and "missing for this JDK and these jars: spark-driver," in missing.detail, missing
     assert "streamlab fetch --archives" in doctor.report([missing])

@@ -13,11 +13,11 @@ from streamlab.stack.java import QUICK_JIT
 def test_connector_is_of_the_spark_major_and_the_doctor_says_which_pair():
     import pyspark
 
-    from streamlab.stack.doctor import check_connector
+    from streamlab.stack.doctor import examine_connector
 
     ours, spark = jars.CONNECTOR_VERSION.split("."), pyspark.__version__.split(".")
     assert ours[0] == spark[0] and int(ours[1]) in (int(spark[1]), int(spark[1]) - 1), "one minor line behind at most"
-    detail = check_connector().detail
+    detail = examine_connector().detail
     assert jars.CONNECTOR_VERSION in detail
     assert (jars.CONNECTOR_NOTE in detail) == (ours[:2] != spark[:2]), detail
     names = [j.name for j in jars.connector_jars()]

@@ -83,7 +83,7 @@ def test_a_java_home_without_java_is_not_passed_over_for_path(tmp_path, monkeypa
     assert java.find_java() is None
     with pytest.raises(java.JavaError, match="JAVA_HOME is .*no-jdk-here, which has no bin/java"):
         java.require_java()
-    check = doctor.check_java()
+    check = doctor.examine_java()
     assert not check.ok and "no-jdk-here, which has no bin/java" in check.detail
 
 

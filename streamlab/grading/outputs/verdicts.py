@@ -10,9 +10,9 @@ import html
 from .results import CheckResult
 
 
-def summary_detail(outcomes: list[CheckResult]) -> str:
+def summary_detail(verdicts: list[CheckResult]) -> str:
     """For grades.csv: which parts the grader's checks did not confirm, and why."""
-    failed = [o for o in outcomes if not o.passed]
+    failed = [o for o in verdicts if not o.passed]
     if not failed:
         return ""
     return "not confirmed by the grader's checks: " + "; ".join(f"{o.name} ({o.detail})" for o in failed)
@@ -76,12 +76,12 @@ def trace_html(trace: dict) -> str:
             f'<th>keys that differ</th><th>first difference</th></tr>{body}</table></div>')
 
 
-def summary_html(outcomes: list[CheckResult]) -> str:
+def summary_html(verdicts: list[CheckResult]) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(o.name)}</td><td>{html.escape(', '.join(o.cells))}</td>"
         f"<td>{o.outcome}{'' if o.passed else ': ' + html.escape(o.detail)}</td></tr>"
-        for o in outcomes)
-    traces = "".join(trace_html(t) for o in outcomes for t in o.traces)
+        for o in verdicts)
+    traces = "".join(trace_html(t) for o in verdicts for t in o.traces)
     return ('<div id="streamlab-hidden-checks" style="font-family:sans-serif;margin:1em 2em;padding:.5em 1em;'
             'border:1px solid #999"><h2>Checked by the grader</h2><p>After your notebook ran, the grader '
             'checked what each part left behind (its checkpoints and Kafka topics). A test cell earns its '

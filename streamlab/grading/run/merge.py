@@ -9,7 +9,7 @@ only then writes DIR/grades.csv, DIR/feedback/, DIR/results/, DIR/logs/, DIR/sum
 - the outputs were graded with a different lab version, hidden checks, grader or settings, or over
   different submission folders, or split in different numbers of shards;
 - a shard is missing, or a shard has no result for one of its students;
-- the same student was graded twice (two outputs of the same shard, say) with different outcomes.
+- the same student was graded twice (two outputs of the same shard, say) with different results.
 
 Re-running the one shard that failed, into its own output, and merging again is the way to recover:
 results already there are kept (``streamlab grade`` skips them), nothing is graded twice.

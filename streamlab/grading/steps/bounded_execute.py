@@ -1,6 +1,6 @@
 """``BoundedExecute``: nbgrader's ``Execute`` preprocessor, keeping at most ``bounds.CELL_OUTPUT_BYTES`` of each
-cell's outputs and ``bounds.NOTEBOOK_OUTPUT_BYTES`` of the notebook's, as they arrive: an output past a cap is never
-kept, only a note saying so (the kernel's messages themselves are capped by ``BoundedKernelClient``).
+cell's outputs and ``bounds.NOTEBOOK_OUTPUT_BYTES`` of the notebook's, as they arrive: an output past a bound is never
+kept, only a note saying so (the kernel's messages themselves are bounded by ``BoundedKernelClient``).
 
 With ``progress`` set (a file's path), the notebook is also saved there after every cell, and at the end with
 ``streamlab_progress`` in its metadata: ``{"complete": true}``, or ``{"error": ...}`` when the run stopped (the first
@@ -81,12 +81,12 @@ class BoundedExecute(Execute):
             if cell_index not in self._noted:
                 self._noted.add(cell_index)
                 cell_full = kept + size > CELL_OUTPUT_BYTES
-                where, cap = ("this cell's", CELL_OUTPUT_BYTES) if cell_full else \
+                where, bound = ("this cell's", CELL_OUTPUT_BYTES) if cell_full else \
                     ("the notebook's", NOTEBOOK_OUTPUT_BYTES)
                 outs.append(nbformat.v4.new_output(
                     "stream", name="stdout",
                     text=f"[the grader kept no more output here: {where} outputs are limited to "
-                         f"{cap // MB} MB]\n"))
+                         f"{bound // MB} MB]\n"))
             return None
         self._kept[cell_index] = kept + size
         self._total += size

@@ -13,7 +13,7 @@ stderr (file descriptor 1 is pointed there for the JVM):
     -> {"ready": true}                 Spark started and answered a query (the health check)
        {"ready": false, "error": ...}  it could not start: not the student's doing
     <- go                              the student's kernel is gone: check what it left
-    -> {"outcomes": [...]}             one per check: name, cells, passed, detail
+    -> {"verdicts": [...]}             one per check: name, cells, passed, detail
        {"error": ...}                  the checks' runtime broke while checking: not the student's doing
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if broke:
         send({"error": f"the checks' Spark broke while checking: {broke}"})
         return 1
-    send({"outcomes": [asdict(r) for r in results]})
+    send({"verdicts": [asdict(r) for r in results]})
     return 0
 
 

@@ -147,7 +147,7 @@ class ChecksProcess:
         if "error" in message:
             raise ChecksBroken(str(message["error"])[:500])
         try:
-            return [CheckResult.from_dict(o) for o in message["outcomes"]]
+            return [CheckResult.from_dict(o) for o in message["verdicts"]]
         except (KeyError, TypeError) as err:
             raise ChecksBroken(f"the checks' answer is malformed ({err})") from err
 
@@ -177,9 +177,9 @@ class ChecksProcess:
             self.box = None
 
 
-def unconfirmed_cells(outcomes: list[CheckResult]) -> set[str]:
+def unconfirmed_cells(verdicts: list[CheckResult]) -> set[str]:
     """The test cells at least one failed check names: they score 0."""
-    return {cell for o in outcomes if not o.passed for cell in o.cells}
+    return {cell for o in verdicts if not o.passed for cell in o.cells}
 
 
 def withdraw_points(gradebook, lab: str, student: str, cells: set[str]) -> None:

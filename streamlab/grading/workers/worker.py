@@ -218,18 +218,18 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
     timings.update(more_timings)
     # After autograde, in this order (each step below is one function):
     try:
-        outcomes = _check_what_it_left(checks, timings)        # 1. the hidden checks, the kernel gone
+        verdicts = _check_what_it_left(checks, timings)        # 1. the hidden checks, the kernel gone
     except ChecksBroken as err:  # the checks could not give a verdict: not the student's doing
         return WorkerReport.no_result(Status.ERROR, f"the grader's hidden checks broke on this submission "
                                                     f"({err}); it is graded again by the next run", **timings)
-    _settle_points(config, lab, student, outcomes)             # 2. unconfirmed cells and extra credit to 0
-    if not _generate_feedback(config, lab, student, outcomes):  # 3. nbgrader's feedback pages, the checks' block
+    _settle_points(config, lab, student, verdicts)             # 2. unconfirmed cells and extra credit to 0
+    if not _generate_feedback(config, lab, student, verdicts):  # 3. nbgrader's feedback pages, the checks' block
         return WorkerReport.no_result(Status.ERROR, "nbgrader generate_feedback failed; see the log", **timings)
     score, max_score, cells = _scores(config, lab, student)    # 4. the gradebook's score, cell by cell
     inert_feedback_pages(course / "feedback" / student / lab)  # 5. a security policy first in every page
-    status, detail = _status(timeouts, config.Execute.timeout, outcomes)  # 6. graded or timed out, and why
+    status, detail = _status(timeouts, config.Execute.timeout, verdicts)  # 6. graded or timed out, and why
     return WorkerReport(status=status, score=score, max_score=max_score, detail=detail, cells=cells,
-                        checks=outcomes, **timings)
+                        checks=verdicts, **timings)
 
 
 def _check_what_it_left(checks: ChecksProcess | None, timings: dict) -> list[CheckResult]:
@@ -237,27 +237,27 @@ def _check_what_it_left(checks: ChecksProcess | None, timings: dict) -> list[Che
     if checks is None:
         return []
     started = time.monotonic()
-    outcomes = checks.run()
+    verdicts = checks.run()
     timings["checks_seconds"] = round(time.monotonic() - started, 1)
-    return outcomes
+    return verdicts
 
 
-def _settle_points(config, lab: str, student: str, outcomes: list[CheckResult]) -> None:
+def _settle_points(config, lab: str, student: str, verdicts: list[CheckResult]) -> None:
     """In nbgrader's gradebook: the test cells no check confirmed score 0, and so does any extra credit."""
     from nbgrader.api import Gradebook
 
     with Gradebook(config.CourseDirectory.db_url) as gradebook:
-        withdraw_points(gradebook, lab, student, unconfirmed_cells(outcomes))
+        withdraw_points(gradebook, lab, student, unconfirmed_cells(verdicts))
         no_extra_credit(gradebook, lab, student)
 
 
-def _generate_feedback(config, lab: str, student: str, outcomes: list[CheckResult]) -> bool:
+def _generate_feedback(config, lab: str, student: str, verdicts: list[CheckResult]) -> bool:
     """nbgrader's generate_feedback, its preprocessors given one more when there are checks: their block first in
     each page (``steps/checks_block.py``)."""
     from nbgrader.converters import GenerateFeedback
 
-    if outcomes:
-        with_checks_block(config, outcomes)
+    if verdicts:
+        with_checks_block(config, verdicts)
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
         sys.stderr.write(feedback.get("error", ""))
@@ -276,13 +276,13 @@ def _scores(config, lab: str, student: str) -> tuple[float, float, list[CellGrad
         return float(submission.score), float(submission.max_score), cells
 
 
-def _status(timeouts: list[str], cell_timeout: float, outcomes: list[CheckResult]) -> tuple[Status, str]:
+def _status(timeouts: list[str], cell_timeout: float, verdicts: list[CheckResult]) -> tuple[Status, str]:
     """Graded, or timed out in some cells (the others still count); and why points are missing."""
     status, detail = Status.GRADED, ""
     if timeouts:
         status = Status.TIMED_OUT
         detail = f"stopped after {cell_timeout} s in: {', '.join(timeouts)} (other cells graded)"
-    return status, "; ".join(d for d in (detail, summary_detail(outcomes)) if d)
+    return status, "; ".join(d for d in (detail, summary_detail(verdicts)) if d)
 
 
 class BoundedLog:
