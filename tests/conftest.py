@@ -214,10 +214,11 @@ _EXIT_STATUS = pytest.StashKey[int]()
 # The test modules that take longest without Spark (worker time limits, JVM tools, releasing labs),
 # slowest first, as measured on two cores: started first, they don't leave one worker finishing alone
 # at the end of `make check`. (A module missing here just runs after them; the order is only about speed.)
-SLOW_MODULES = ("tests/grading/test_grade_shards.py",
-                "tests/grading/test_warm.py", "tests/grading/test_labs.py", "tests/grading/test_isolation.py",
+SLOW_MODULES = ("tests/grading/run/test_grade_shards.py",
+                "tests/grading/workers/test_warm.py", "tests/grading/test_labs.py",
+                "tests/grading/sandbox/test_isolation.py",
                 "tests/lessons/test_m05_offset_replay.py", "tests/stack/test_console.py", "tests/test_cli.py",
-                "tests/grading/test_feedback.py", "tests/stack/test_jars.py")
+                "tests/grading/outputs/test_feedback.py", "tests/stack/test_jars.py")
 ROOT = project_root()
 
 

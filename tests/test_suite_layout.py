@@ -82,3 +82,11 @@ def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel_then
     check = makefile.split("\ncheck: tests-here setup\n", 1)[1].split("\n", 1)[0]
     assert '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in check, "make check is the fast tier"
     assert makefile.split("\nDOCKER := ", 1)[1].split("\n", 1)[0] == "docker"
+
+
+def test_the_graders_tests_are_laid_out_like_its_wings():
+    """tests/grading/<wing>/ tests streamlab/grading/<wing>/; the front ends and whole-grader runs sit above them."""
+    wings = {p.name for p in (ROOT / "streamlab" / "grading").iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in (ROOT / "tests" / "grading").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == wings
+    assert all(list((ROOT / "tests" / "grading" / wing).glob("test_*.py")) for wing in wings)

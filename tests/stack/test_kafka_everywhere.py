@@ -118,7 +118,7 @@ def test_one_kafka_version():
 
 
 # Settings the broker does not show through DescribeConfigs (static, or a password-type value); the
-# authorization they set up is tested by what it does (tests/grading/test_tenancy.py).
+# authorization they set up is tested by what it does (tests/grading/sandbox/test_tenancy.py).
 NOT_REPORTED = {"super.users", "allow.everyone.if.no.acl.found", "listener.name.sandbox.scram-sha-256.sasl.jaas.config"}
 
 

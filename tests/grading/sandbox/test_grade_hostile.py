@@ -46,7 +46,7 @@ from streamlab import grading
 from streamlab.grading.sandbox.box import unavailable_reason
 from streamlab.grading.sandbox.limits import enforced_limits
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LAB = grading.find_labs()[0]
 CANARY = "canary-grader-secret-5150"
 WHY_NOT = unavailable_reason()

@@ -16,7 +16,7 @@ from streamlab.grading.outputs.summary import write_summary
 from streamlab.grading.run.merge import MergeRefused, merge
 from streamlab.grading.run.runinfo import RunRecord, describe_runs, read_runs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

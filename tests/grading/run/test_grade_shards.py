@@ -21,7 +21,7 @@ import pytest
 from streamlab import grading
 from streamlab.grading.run.shards import shard_of
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LAB = grading.find_labs()[0]
 TIMEOUT = ["--timeout", "600", "--cell-timeout", "300"]
 INVALID = {"i_not_json": "{ not JSON", "j_not_a_notebook": json.dumps({"answer": 42}), "n_empty": "",

@@ -15,7 +15,7 @@ from streamlab.grading.outputs.exports import canvas, comment, export_table, lef
 from streamlab.grading.outputs.results import Result, Status
 from streamlab.grading.outputs.roster import match, parse_roster
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ROSTER = """\ufefffile,id,name,email,section,notes
 ana.ipynb,S1,"Alves, Ana",ana@uni.edu,A,
 ben,S2,Ben Berg,ben@uni.edu,B,late

@@ -19,7 +19,7 @@ from streamlab.grading.sandbox import box as sb
 from streamlab.grading.sandbox.isolation import submission_topic_prefix
 from streamlab.grading.sandbox.limits import Limits
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WHY_NOT = sb.unavailable_reason()
 needs_sandbox = pytest.mark.skipif(WHY_NOT is not None, reason=f"no sandbox here: {WHY_NOT}")
 needs_root = pytest.mark.skipif(os.geteuid() != 0,

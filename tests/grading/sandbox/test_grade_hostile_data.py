@@ -66,7 +66,7 @@ from intruders import notebook_name, with_attack
 from streamlab import grading
 from streamlab.grading.sandbox.box import unavailable_reason
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LAB = grading.find_labs()[0]
 WHY_NOT = unavailable_reason()
 
