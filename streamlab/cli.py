@@ -144,10 +144,14 @@ def cmd_cluster(args) -> int:
 
 def cmd_doctor(args) -> int:
     findings = diagnose(with_spark=not args.quick)
-    print(report(findings))
+    language = args.language or jupyter.course_language()
+    print(report(findings, language))
     print(grading_sandbox_line())
     failed = [c for c in findings if not c.ok]
-    print("\nAll checks passed." if not failed else f"\n{len(failed)} check(s) failed: see the hints above.")
+    if language == "zh":
+        print("\n全部正常。" if not failed else f"\n有 {len(failed)} 项有问题：请看上面的提示（->）。")
+    else:
+        print("\nAll checks passed." if not failed else f"\n{len(failed)} check(s) failed: see the hints above.")
     return 1 if failed else 0
 
 
@@ -176,10 +180,15 @@ def cmd_lab(args) -> int:
     else:
         state = broker.start()
         print(f"Kafka is ready at {state.bootstrap_servers}. Stop it later with `streamlab kafka stop`.")
-    command = jupyter.lab_command(project_root(), args.jupyter_args)
+    language = args.language or jupyter.course_language()
+    command = jupyter.lab_command(project_root(), args.jupyter_args, language=language)
     if args.instructor:
         print("Opening JupyterLab for an instructor: nbgrader's formgrader, course list and Create Assignment too")
-    print("Opening JupyterLab on the course: start with notebooks/00_setup.ipynb")
+    if language == "zh":
+        print("正在打开 JupyterLab：从 zh/notebooks/00_setup.ipynb 开始（English: streamlab lab --language en）")
+    else:
+        print("Opening JupyterLab on the course: start with notebooks/00_setup.ipynb "
+              "(in Chinese: streamlab lab --language zh)")
     os.execve(sys.executable, command, jupyter.lab_environment(instructor=args.instructor))
 
 
@@ -257,11 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="check the environment and say how to fix problems")
     doctor.add_argument("--quick", action="store_true", help="skip the Spark-reads-Kafka check")
+    doctor.add_argument("--language", choices=sorted(jupyter.START_PAGES), default=None,
+                        help="en, or zh (Simplified Chinese); default: zh when the locale is Chinese, else en")
     doctor.set_defaults(func=cmd_doctor)
 
     lab = sub.add_parser("lab", help="start the broker and open JupyterLab on the course")
     lab.add_argument("--instructor", action="store_true",
                      help="with nbgrader's instructor tools (formgrader, course list, Create Assignment)")
+    lab.add_argument("--language", choices=sorted(jupyter.START_PAGES), default=None,
+                     help="the course's language: en, or zh (Simplified Chinese: zh/notebooks, zh/labs); "
+                          "default: zh when the locale is Chinese (LANG=zh_CN.UTF-8), else en")
     lab.add_argument("jupyter_args", nargs="*", metavar="JUPYTER_LAB_OPTION",
                      help="any other option is passed on to `jupyter lab` as it is (--no-browser, --port=8899)")
     lab.set_defaults(func=cmd_lab)
@@ -285,16 +299,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 LAB_OWN_OPTIONS = ("--instructor", "-h", "--help")
+LAB_OWN_VALUED = ("--language",)  # with a value: --language zh, or --language=zh
 
 
 def parse_lab(argv: list[str]) -> argparse.Namespace:
-    """``streamlab lab [--instructor] [JUPYTER_LAB_OPTION ...]``: the course's own options, and every other
-    argument handed to `jupyter lab` unchanged and in order (a ``--`` before them is dropped, not passed on)."""
+    """``streamlab lab [--instructor] [--language L] [JUPYTER_LAB_OPTION ...]``: the course's own options, and every
+    other argument handed to `jupyter lab` unchanged and in order (a ``--`` before them is dropped, not passed on)."""
     rest = argv[1:]
     before, after = (rest[:rest.index("--")], rest[rest.index("--") + 1:]) if "--" in rest else (rest, [])
-    own = [a for a in before if a in LAB_OWN_OPTIONS]
+    own, theirs, at = [], [], 0
+    while at < len(before):
+        arg = before[at]
+        if arg in LAB_OWN_VALUED:
+            own += before[at:at + 2]
+            at += 1
+        elif arg in LAB_OWN_OPTIONS or arg.split("=", 1)[0] in LAB_OWN_VALUED:
+            own.append(arg)
+        else:
+            theirs.append(arg)
+        at += 1
     args = build_parser().parse_args(["lab", *own])
-    args.jupyter_args = [a for a in before if a not in LAB_OWN_OPTIONS] + after
+    args.jupyter_args = theirs + after
     return args
 
 

@@ -20,7 +20,18 @@ LEARNER_CONFIG = PACKAGE_DIR / "conf" / "jupyter-learner"
 # nbgrader's JupyterLab plugins a learner does not get (labconfig/page_config.json disables them)
 INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list",
                       "@jupyter/nbgrader:create-assignment")
-START_PAGE = "/lab/tree/notebooks/00_setup.ipynb"
+# The page JupyterLab opens on, by the course's language: lesson 00, in English or in Chinese (zh/, built from the
+# English by `streamlab translate`)
+START_PAGES = {"en": "/lab/tree/notebooks/00_setup.ipynb", "zh": "/lab/tree/zh/notebooks/00_setup.ipynb"}
+START_PAGE = START_PAGES["en"]
+
+
+def course_language(env: dict[str, str] | None = None) -> str:
+    """The course's language for a learner who did not choose one: Chinese ("zh") when the locale is Chinese (the
+    first of LC_ALL, LC_MESSAGES and LANG that is set starts with "zh"), else English ("en")."""
+    env = os.environ if env is None else env
+    locale = next((env[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if env.get(name)), "")
+    return "zh" if locale.lower().startswith("zh") else "en"
 
 
 def lab_environment(instructor: bool = False, env: dict[str, str] | None = None) -> dict[str, str]:
@@ -33,12 +44,13 @@ def lab_environment(instructor: bool = False, env: dict[str, str] | None = None)
     return env
 
 
-def lab_command(root: Path, extra_args: list[str] | None = None, *, news: bool = False) -> list[str]:
-    """``jupyter lab`` on the course folder ``root``, opening on lesson 00, with no question about "official
-    Jupyter news" over it and no check for JupyterLab updates (a lesson is what the first page shows; ``news``:
-    JupyterLab's own default)."""
+def lab_command(root: Path, extra_args: list[str] | None = None, *, news: bool = False,
+                language: str = "en") -> list[str]:
+    """``jupyter lab`` on the course folder ``root``, opening on lesson 00 in ``language`` ("en", "zh"), with no
+    question about "official Jupyter news" over it and no check for JupyterLab updates (a lesson is what the first
+    page shows; ``news``: JupyterLab's own default)."""
     command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
-               f"--LabApp.default_url={START_PAGE}"]
+               f"--LabApp.default_url={START_PAGES[language]}"]
     if not news:
         command += ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:

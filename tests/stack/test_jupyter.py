@@ -75,6 +75,17 @@ def test_streamlab_lab_hands_jupyter_lab_its_own_options():
     args = parse_lab(["lab", "--port", "8899", "--instructor", "--no-browser"])
     assert (args.instructor, args.jupyter_args) == (True, ["--port", "8899", "--no-browser"])
     assert parse_lab(["lab", "--", "--instructor"]).jupyter_args == ["--instructor"], "after --: all jupyter's"
+    args = parse_lab(["lab", "--language", "zh", "--port=8899", "--language=en"])
+    assert (args.language, args.jupyter_args) == ("en", ["--port=8899"]), "the course's own, with its value"
+
+
+def test_a_chinese_learner_lands_on_the_chinese_lesson_00():
+    command = jupyter.lab_command(ROOT, language="zh")
+    assert "--LabApp.default_url=/lab/tree/zh/notebooks/00_setup.ipynb" in command
+    assert (ROOT / "zh" / "notebooks" / "00_setup.ipynb").is_file()
+    assert jupyter.course_language({"LANG": "zh_CN.UTF-8"}) == "zh"
+    assert jupyter.course_language({"LANG": "zh_CN.UTF-8", "LC_ALL": "en_US.UTF-8"}) == "en", "LC_ALL first"
+    assert jupyter.course_language({"LANG": "C.UTF-8"}) == jupyter.course_language({}) == "en"
 
 
 def _read_when_up(url: str, proc: subprocess.Popen, log: Path) -> str:
