@@ -6,8 +6,9 @@ grader's hidden checks of a lab.)
 """
 from __future__ import annotations
 
+import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import broker, jars, jvm_archives, kafka
 from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version, missing_java
@@ -134,12 +135,83 @@ def diagnose(*, with_spark: bool = False, session=None) -> list[Finding]:
     return findings
 
 
-def report(findings: list[Finding]) -> str:
-    width = max(len(c.name) for c in findings)
+def report(findings: list[Finding], language: str = "en") -> str:
+    """The findings as ``streamlab doctor`` prints them, in ``language`` ("en", or "zh": ``in_chinese``)."""
+    if language == "zh":
+        findings = [in_chinese(f) for f in findings]
+    width = max(_width(c.name) for c in findings)
     lines = []
     for c in findings:
-        lines.append(f"{'ok ' if c.ok else 'FAIL'} {c.name:<{width}}  {c.detail}")
+        lines.append(f"{'ok ' if c.ok else 'FAIL'} {c.name}{' ' * (width - _width(c.name))}  {c.detail}")
         if c.fix:  # a failure's fix, or advice on what is fine
-            lines.append(f"     {'':<{width}}  -> {c.fix}")
+            lines.append(f"     {' ' * width}  -> {c.fix}")
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    return sum(2 if "\u4e00" <= char <= "\u9fff" else 1 for char in text)
+
+
+# -- in Chinese (streamlab doctor --language zh, or a Chinese locale) ---------------------------------------------
+# Each sentence the doctor can say, as a pattern over the English, and the Chinese it becomes: what it names of this
+# machine (versions, paths, ports) is kept. tests/stack/test_doctor.py says every sentence of this module, of
+# JAVA_FIX and of missing_java has its line here.
+IN_CHINESE: list[tuple[str, str]] = [
+    (r"python", "Python"), (r"java", "Java"), (r"pyspark", "pyspark"), (r"kafka connector", "Kafka 连接器"),
+    (r"start-up archives", "启动归档"), (r"memory", "内存"), (r"kafka broker", "Kafka broker"),
+    (r"port (\d+)", r"端口 \1"), (r"spark reads kafka", "Spark 读取 Kafka"),
+    (r"(\S+) at (.+)", r"\1，位于 \2"),
+    (r"Use Python 3\.11 \(see environment\.yml\)\.", "请使用 Python 3.11（见 environment.yml）。"),
+    (r"(.+): version (.+)", r"\1：版本 \2"),
+    (r"Java (\d+) at (.+) \(the course is tested on 17\)", r"Java \1，位于 \2（本课程在 17 上测试）"),
+    (r"Java (\d+) at (.+)", r"Java \1，位于 \2"),
+    (r"not installed", "没有安装"),
+    (r"Run `make setup` \(or pip install -r requirements\.txt\)\.",
+     "请运行 `make setup`（或 pip install -r requirements.txt）。"),
+    (r"The course pins pyspark==(\S+): run `make setup`\.", r"本课程固定使用 pyspark==\1：请运行 `make setup`。"),
+    (r"not downloaded yet", "还没有下载"),
+    (r"Run `streamlab fetch` once with network access \(make lab does it\)\.",
+     "请在能联网时运行一次 `streamlab fetch`（make lab 会做这件事）。"),
+    (r"(.+) \(Spark's Kafka connector for 4\.3 is not on Maven Central yet: .+\)",
+     r"\1（Spark 4.3 的 Kafka 连接器还没有发布到 Maven Central：本课程把 pyspark 4.3.0 与 4.2.0 的连接器搭配使用，"
+     r"测试套件用它运行每一节课程和每一个实验）"),
+    (r"off \(STREAMLAB_JVM_ARCHIVES=off\): the JVMs start without them",
+     "已关闭（STREAMLAB_JVM_ARCHIVES=off）：JVM 不用它们启动"),
+    (r"ready for (\d+) kinds of JVM \((\S+) MB in (.+)\)", r"已就绪，共 \1 种 JVM（\2 MB，位于 \3）"),
+    (r"missing for this JDK and these jars: (.+) \(those JVMs start about twice as slowly, and make theirs when "
+     r"they exit\)", r"这个 JDK 和这些 jar 还没有：\1（这些 JVM 启动会慢大约一倍，并在退出时生成自己的归档）"),
+    (r"Run `streamlab fetch --archives` \(about a minute and a half\)\.",
+     "请运行 `streamlab fetch --archives`（大约一分半钟）。"),
+    (r"(\S+) GiB available", r"可用 \1 GiB"),
+    (r"Spark and Kafka need about 2 GiB: close other programs\.", "Spark 和 Kafka 需要大约 2 GiB：请关闭其他程序。"),
+    (r"Run `streamlab kafka start`\.", "请运行 `streamlab kafka start`。"),
+    (r"Run `streamlab kafka status`; `streamlab kafka start` restarts a dead broker\.",
+     "请运行 `streamlab kafka status`；`streamlab kafka start` 会重启已停止的 broker。"),
+    (r"used by the course's broker", "被本课程的 broker 使用"), (r"free", "空闲"),
+    (r"taken by another program: the course's broker will pick another port",
+     "被其他程序占用：本课程的 broker 会换一个端口"),
+    (r"Run `streamlab doctor` in a terminal for details\.", "请在终端里运行 `streamlab doctor` 查看详情。"),
+    (r"read (\d+) of 3 records", r"读到 3 条记录中的 \1 条"),
+    (r"Install a JDK 17 .+", "请安装 JDK 17（例如 `sudo apt install openjdk-17-jdk`、`brew install openjdk@17` 或 "
+                            "`conda install -c conda-forge openjdk=17`），并把它放到 PATH 上或设置 JAVA_HOME。"
+                            "也可以使用 Docker 环境（docker/README.md），它自带 Java。"),
+    (r"JAVA_HOME is (.+), which has no bin/java: .+",
+     r"JAVA_HOME 是 \1，其中没有 bin/java：Spark 运行的是 $JAVA_HOME/bin/java，所以请把 JAVA_HOME 指向一个 JDK 17，"
+     r"或取消设置它以使用 PATH 上的 java。"),
+    (r"No Java found \(looked at JAVA_HOME and PATH\)\.", "没有找到 Java（查看了 JAVA_HOME 和 PATH）。"),
+]
+
+
+def say_in_chinese(text: str) -> str:
+    """``text`` (a name, detail or fix the doctor says) in Chinese: the first pattern of ``IN_CHINESE`` that matches it
+    whole; a text no pattern matches (an error a library raised) stays as it is."""
+    for pattern, chinese in IN_CHINESE:
+        if re.fullmatch(pattern, text, re.S):
+            return re.sub(pattern, chinese, text, count=1, flags=re.S)
+    return text
+
+
+def in_chinese(finding: Finding) -> Finding:
+    return replace(finding, name=say_in_chinese(finding.name), detail=say_in_chinese(finding.detail),
+                   fix=say_in_chinese(finding.fix) if finding.fix else "")
 

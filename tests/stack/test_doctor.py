@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -41,6 +42,59 @@ def test_report_shows_the_fix_of_each_failure():
         "                   -> Run `streamlab kafka start`.",
     ]
 
+
+
+def test_report_in_chinese_names_this_machines_values_and_the_fix():
+    text = doctor.report([Finding("java", True, "Java 17 at /usr/bin/java (the course is tested on 17)"),
+                          Finding("kafka broker", False, "not started", "Run `streamlab kafka start`."),
+                          Finding("port 9092", True, "free")], language="zh")
+    assert text.splitlines() == [
+        "ok  Java          Java 17，位于 /usr/bin/java（本课程在 17 上测试）",
+        "FAIL Kafka broker  not started",                      # a library's own words stay as they are
+        "                   -> 请运行 `streamlab kafka start`。",
+        "ok  端口 9092     空闲",
+    ]
+
+
+# what the doctor passes on as it got it: a broker's answer, an error a library raised
+SAID_AS_IT_CAME = {"{}: {}", "{}"}
+
+
+def _sentences() -> list[str]:
+    """Every sentence the doctor can say (its findings' names, details and fixes, JAVA_FIX, missing_java's), each
+    value it fills in standing as "17"."""
+    import ast
+    import inspect
+
+    from streamlab.stack import java
+
+    def text(node) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
+        if isinstance(node, ast.IfExp):
+            return text(node.body) or text(node.orelse)
+        return None
+
+    found = [java.JAVA_FIX]
+    for tree in (ast.parse(inspect.getsource(doctor)), ast.parse(inspect.getsource(java.missing_java))):
+        for node in ast.walk(tree):
+            call = isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Finding"
+            said = isinstance(node, ast.Return) and isinstance(node.value, (ast.Constant, ast.JoinedStr))
+            for value in (node.args[:1] + node.args[2:] if call else [node.value] if said else []):
+                if (sentence := text(value)) not in (None, ""):
+                    found.append(sentence)
+    return found
+
+
+def test_every_sentence_the_doctor_says_is_said_in_chinese_too():
+    """A new sentence in English without its Chinese fails here: add its line to doctor.IN_CHINESE."""
+    sentences = _sentences()
+    assert len(sentences) > 30
+    untold = [s for s in sentences if s not in SAID_AS_IT_CAME
+              and not any(re.fullmatch(p, s.replace("{}", "17"), re.S) for p, _ in doctor.IN_CHINESE)]
+    assert untold == []
 
 
 def test_the_doctor_reports_the_start_up_archives(tmp_path, monkeypatch):
