@@ -36,6 +36,7 @@ import secrets
 import shutil
 import tempfile
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from ..lessons.mistakes import learner_message
 from ..stack import translations
 from . import bounds
 from .labs import GradingError, labs_dir, nbgrader_config, solutions_dir
+from .outputs.languages import SELF_CHECK, language_of, said
 from .outputs.results import CheckResult, Outcome, Status, WorkerReport
 from .run.grader import Grader
 from .run.submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
@@ -72,6 +74,7 @@ class SelfCheck:
     limits: str = ""       # the time limits it ran with, as the report says them
     checks: list[CheckResult] = field(default_factory=list)  # the lab's hidden checks (--hidden-checks only)
     kept: dict[str, str] = field(default_factory=dict)  # keep=True: {"data_dir", "topic_prefix", "work"} of the run
+    language: str = "en"   # the report's words: the notebook's language ("zh": a lab of the course in Chinese)
 
     def __post_init__(self):
         self.status = Status(self.status)
@@ -221,7 +224,7 @@ def in_its_language(released: Path, nb) -> Path:
     """The released lab in ``nb``'s language, to compare its cells with: zh/labs/<lab>/ for a lab in Chinese (its
     locked markdown is the Chinese text, not a change of the learner's), else ``released``. The course is graded
     from the English lab either way: the cells the grader runs are the same."""
-    if nb.metadata.get("streamlab", {}).get("language") == translations.LANGUAGE:
+    if language_of(nb) == translations.LANGUAGE:
         chinese = translations.target_of(released)
         if chinese.is_file():
             return chinese
@@ -273,6 +276,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOU
     if problem:
         return SelfCheck(str(notebook), Status.INVALID, detail=problem)
     nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    language = language_of(nb)
     path = find_released(notebook, nb)
     released = nbformat.read(in_its_language(path, nb), as_version=4) if path else None
     notes = changed_locked_cells(nb, released) if path and path.resolve() != notebook.resolve() else []
@@ -283,8 +287,8 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOU
     # Every process of the run carries this tag (the tests choose its start: STREAMLAB_GRADE_RUN_TAG)
     tag = f"{os.environ.get('STREAMLAB_GRADE_RUN_TAG') or 'check'}-{secrets.token_hex(4)}"
     workdir = Path(tempfile.mkdtemp(prefix="streamlab-check-"))
-    result = SelfCheck(str(notebook), Status.ERROR, notes=notes, tag=tag,
-                       limits=f"limits: {timeout_s:g} s in all, {cell_timeout_s:g} s per cell")
+    result = SelfCheck(str(notebook), Status.ERROR, notes=notes, tag=tag, language=language,
+                       limits=SELF_CHECK[language]["limits"].format(whole=timeout_s, cell=cell_timeout_s))
     try:
         if hidden_checks:  # a lab author's run: the lab as solutions/ holds it, and its hidden checks
             if path is None:
@@ -378,38 +382,43 @@ def _points(value: float) -> str:
 
 
 def format_report(result: SelfCheck, message_width: int = 90) -> str:
-    """The table ``streamlab check`` prints: part, points, passed or why not, the cell that failed."""
-    limits = f"; {result.limits}" if result.limits else ""
-    scope = "tests and hidden checks, from solutions/" if result.checks else "visible tests only"
-    lines = [f"Self-check of {result.notebook} ({result.seconds:.0f} s{limits}; {scope})", ""]
+    """The table ``streamlab check`` prints: part, points, passed or why not, the cell that failed; in the
+    notebook's language (``outputs/languages.py``)."""
+    words, language = SELF_CHECK[result.language], result.language
+    limits = words["then"] + result.limits if result.limits else ""
+    scope = words["scope_checks"] if result.checks else words["scope_visible"]
+    lines = [words["title"].format(notebook=result.notebook, seconds=result.seconds, limits=limits, scope=scope), ""]
     if result.status is Status.INVALID or (not result.parts and result.detail):
-        return "\n".join(lines + [f"Could not check it: {result.detail}"])
-    rows = [["part", "points", "result", "failed in"]]
+        return "\n".join(lines + [words["cannot"].format(detail=result.detail)])
+    rows = [list(words["header"])]
     for part in result.parts:
-        text = part.outcome if part.outcome == Outcome.PASSED else f"{part.outcome}: {part.message}" if part.message \
-            else part.outcome
+        outcome = said(part.outcome, language)
+        text = outcome if part.outcome == Outcome.PASSED or not part.message else f"{outcome}: {part.message}"
         if len(text) > message_width:
             text = text[: message_width - 3] + "..."
         rows.append([part.grade_id, _points(part.points), text, part.cell])
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    widths = [max(_width(row[i]) for row in rows) for i in range(4)]
+    lines += ["  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths)).rstrip() for row in rows]
     if result.checks:
-        lines += ["", "Hidden checks (the grader's, run on what the notebook left):"]
-        lines += [f"  {c.name}: {c.outcome}" + ("" if c.passed else f": {c.detail}") + f" (cells {', '.join(c.cells)})"
-                  for c in result.checks]
+        lines += ["", words["checks"]]
+        lines += [f"  {c.name}: {said(c.outcome, language)}" + ("" if c.passed else f": {c.detail}")
+                  + f" ({words['check_cells'].format(cells=', '.join(c.cells))})" for c in result.checks]
     earned = sum(p.earned for p in result.parts)
     total = sum(p.points for p in result.parts)
     todo = sum(p.outcome != Outcome.PASSED for p in result.parts)
-    what = "Tests and hidden checks" if result.checks else "Visible tests"
-    lines += ["", f"{what}: {_points(earned)} of {_points(total)} points pass"
-                  + (f"; {todo} part(s) to fix." if todo else ".")]
+    what = words["what_checks"] if result.checks else words["what_visible"]
+    lines += ["", words["total"].format(what=what, earned=_points(earned), total=_points(total))
+              + (words["todo"].format(todo=todo) if todo else words["done"])]
     if result.status is not Status.GRADED:
-        lines.append(f"The run did not end normally ({result.status}): {result.detail}")
+        lines.append(words["abnormal"].format(status=said(result.status, language), detail=result.detail))
         if not any(p.earned for p in result.parts) and any(p.outcome == Outcome.PASSED for p in result.parts):
-            lines.append("The grader scores such a run 0: the parts said passed above ran, but earn nothing.")
-    lines += [f"Note: {note}" for note in result.notes]
+            lines.append(words["scored_zero"])
+    lines += [words["note"].format(note=note) for note in result.notes]
     if not result.checks:
-        lines.append("The grader also checks what each part left behind (its checkpoints, state and topics) "
-                     "against results it computes itself, so passing here is needed for full marks but does not "
-                     "promise them.")
+        lines.append(words["more"])
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -23,6 +25,7 @@ import yaml
 
 from streamlab import grading
 from streamlab.grading import bounds
+from streamlab.grading.outputs.languages import language_of
 from streamlab.grading.outputs.results import Outcome, Status
 from streamlab.grading.selfcheck import (
     SelfCheck,
@@ -190,6 +193,30 @@ def test_the_table():
     assert all_pass.passed and all_pass.exit_code == 0
 
 
+def test_the_table_in_the_notebooks_language():
+    """A lab of the course in Chinese gets its report in Chinese: the grader's words, not the learner's or Python's."""
+    assert language_of(nbformat.read(ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb", as_version=4)) == "zh"
+    assert language_of(nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", as_version=4)) == "en"
+    result = SelfCheck("lab.ipynb", Status.TIMED_OUT, parts_of(_executed(), scores=SCORES, cell_timeout_s=300),
+                       seconds=61, notes=["test_b: you changed this locked cell; the original is used"], language="zh",
+                       limits="时间限制：总共 900 秒，每个单元格 300 秒")
+    text = format_report(result, message_width=40)
+    lines = text.splitlines()
+    assert lines[0] == "自检 lab.ipynb（61 秒；时间限制：总共 900 秒，每个单元格 300 秒；只有可见的测试）"
+    header = next(line for line in lines if line.startswith("部分"))
+    assert header.split() == ["部分", "分数", "结果", "出错的单元格"]
+    row = next(line for line in lines if line.startswith("test_a2"))
+    assert "未通过: NotImplementedError" in row and row.endswith("part_a_run")   # Python's words stay
+    def column(line: str, word: str) -> int:  # where ``word`` starts on screen: a Chinese character is two wide
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line[:line.index(word)])
+    assert column(header, "结果") == column(row, "未通过")
+    assert column(header, "出错的单元格") == column(row, "part_a_run")
+    assert next(line for line in lines if line.startswith("test_c")).split()[1:] == ["1", "通过"]
+    assert "可见的测试：共 8 分，通过 1 分；还有 5 个部分要修改。" in text
+    assert "运行没有正常结束（超时）" in text and "注意：test_b: you changed" in text
+    assert not re.search(r"\b(part|points|passed|Visible|Note)\b", text.replace("test_b: you changed", ""))
+
+
 def test_a_file_that_is_no_notebook_is_said_plainly(tmp_path):
     path = tmp_path / "lab.ipynb"
     path.write_text("{ a broken download")
@@ -343,10 +370,13 @@ def test_reference_passes_every_part_and_every_hidden_check(tmp_path, run_tag):
 @pytest.mark.labs
 @pytest.mark.timeout(900)
 def test_blank_lab_fails_each_part_with_its_message(run_tag):
-    path = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+    """The blank lab in Chinese (zh/labs/): the same parts fail with the same messages as the English would, no
+    translated instruction is taken for a locked cell the learner changed, and the report is in Chinese."""
+    path = ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb"
     before = _snapshot(path.parent)
     result = run_selfcheck(path)
     print(format_report(result))
+    assert result.language == "zh" and "可见的测试：共 " in format_report(result)
     assert result.status is Status.GRADED and result.exit_code == 1
     assert result.parts and all(p.outcome == FAILED and p.message and p.cell for p in result.parts), result.parts
     first = result.parts[0]
