@@ -501,6 +501,11 @@ def test_the_chinese_lab_is_graded_as_the_english_one(lab, kafka_bootstrap, tmp_
         cells = [{c.grade_id: c.score for c in result.cells} for result in results]
         checks = [{c.name: c.passed for c in result.checks} for result in results]
         assert cells[0] == cells[1] and checks[0] == checks[1], (english, cells, checks)
+    # its feedback says the grader's own words in Chinese; the English twin's stay English
+    for student, said, not_said in (("f_blank_zh", "评分器的检查", "Checked by the grader"),
+                                    ("f_blank", "Checked by the grader", "评分器的检查")):
+        page = Path(_result(graded, student).feedback).read_text(encoding="utf-8")
+        assert said in page and not_said not in page, student
 
 
 @pytest.mark.parametrize("lab", SWOLLEN_LABS)

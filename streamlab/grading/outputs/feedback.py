@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from .. import bounds
+from .languages import FEEDBACK, STATUS_EXPLANATIONS_IN_CHINESE, said
 from .results import Result, Status, format_points
 from .withhold import BEGIN, END, read_hidden_tests
 
@@ -446,21 +447,23 @@ STATUS_EXPLANATIONS = {
 }
 
 
-def status_page(result: Result, lab: str) -> str:
-    """The feedback page for a submission nbgrader could not give feedback on."""
-    explanation = STATUS_EXPLANATIONS.get(result.status, "")
-    detail = f"<p><b>Details:</b> {html.escape(result.detail)}</p>" if result.detail else ""
+def status_page(result: Result, lab: str, language: str = "en") -> str:
+    """The feedback page for a submission nbgrader could not give feedback on, in the notebook's ``language``."""
+    words = FEEDBACK[language]
+    explanations = STATUS_EXPLANATIONS_IN_CHINESE if language == "zh" else STATUS_EXPLANATIONS
+    explanation = explanations.get(result.status, "")
+    detail = f"<p><b>{words['details']}{words['colon']}</b> {html.escape(result.detail)}</p>" if result.detail else ""
     return make_inert(f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(lab)}: {html.escape(result.student)}</title>
+<html lang="{words['lang']}"><head><meta charset="utf-8">
+<title>{html.escape(lab)}: {html.escape(result.student)}</title>
 <style>body {{ font-family: sans-serif; max-width: 46em; margin: 2em auto; line-height: 1.5 }}</style></head>
 <body>
 <h1>{html.escape(lab)}</h1>
-<p><b>Student:</b> {html.escape(result.student)}<br>
-<b>Status:</b> {html.escape(result.status)}<br>
-<b>Score:</b> {format_points(result.score)} / {format_points(result.max_score)}</p>
+<p><b>{words['student']}{words['colon']}</b> {html.escape(result.student)}<br>
+<b>{words['status']}{words['colon']}</b> {html.escape(said(result.status, language))}<br>
+<b>{words['score']}{words['colon']}</b> {format_points(result.score)} / {format_points(result.max_score)}</p>
 <p>{html.escape(explanation)}</p>
 {detail}
-<p>Before submitting again: restart the kernel and run all cells (Kernel &rarr; Restart Kernel and
-Run All Cells), and check that every cell finishes.</p>
+<p>{words['again']}</p>
 </body></html>
 """)

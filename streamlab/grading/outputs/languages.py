@@ -4,6 +4,8 @@ check's detail and Python's errors stay as they were written; the grader's fixed
 the self-check's report) are said in the notebook's language."""
 from __future__ import annotations
 
+import re
+
 from .results import Outcome, Status
 
 LANGUAGES = ("en", "zh")
@@ -48,6 +50,63 @@ SELF_CHECK = {
                 "所以在这里通过是拿满分的前提，但并不保证满分。",
     },
 }
+
+
+# The feedback pages' own words (``feedback.status_page``, ``verdicts.summary_html``): what nbgrader's template says
+# (its score lines) stays nbgrader's.
+FEEDBACK = {
+    "en": {
+        "lang": "en", "colon": ":", "student": "Student", "status": "Status", "score": "Score", "details": "Details",
+        "again": "Before submitting again: restart the kernel and run all cells (Kernel &rarr; Restart Kernel and Run "
+                 "All Cells), and check that every cell finishes.",
+        "checked": "Checked by the grader",
+        "checked_why": "After your notebook ran, the grader checked what each part left behind (its checkpoints and "
+                       "Kafka topics). A test cell earns its points only if these checks confirm it.",
+        "columns": ["check", "test cells", "result"],
+        "trace_title": "{title}: your state, batch by batch",
+        "matched": "Your state matched the reference's after every batch.",
+        "diverged": "Your state diverged from the reference's at batch {batch}",
+        "trace_why": "Read by the grader from your checkpoint as of each batch; the reference is the right state for "
+                     "the records each of your batches read.",
+        "trace_columns": ["batch", "your rows", "reference rows", "keys that differ", "first difference"],
+    },
+    "zh": {
+        "lang": "zh-Hans", "colon": "：", "student": "学生", "status": "状态", "score": "分数", "details": "详情",
+        "again": "再次提交之前：重启内核并运行全部单元格（Kernel &rarr; Restart Kernel and Run All Cells），"
+                 "确认每个单元格都能运行完。",
+        "checked": "评分器的检查",
+        "checked_why": "你的 notebook 运行之后，评分器检查了每个部分留下的东西（它的检查点和 Kafka 主题）。"
+                       "只有这些检查确认了，一个测试单元格才得分。",
+        "columns": ["检查", "测试单元格", "结果"],
+        "trace_title": "{title}：你的状态，逐批次",
+        "matched": "每个批次之后，你的状态都与参考答案一致。",
+        "diverged": "你的状态在第 {batch} 批与参考答案出现了分歧",
+        "trace_why": "评分器从你的检查点读出每个批次时的状态；参考答案是你的每个批次所读到的记录应得的正确状态。",
+        "trace_columns": ["批次", "你的行数", "参考答案的行数", "不同的键数", "第一处不同"],
+    },
+}
+
+STATUS_EXPLANATIONS_IN_CHINESE = {
+    Status.TIMED_OUT: "你的 notebook 没有在整份提交允许的时间内运行完，所以无法评分。请找一个永远不返回的单元格："
+                      "一个没有设超时而一直等待的流式查询（不带超时的 awaitTermination()）、一个永不结束的查询，"
+                      "或一个死循环。",
+    Status.CRASHED: "你的 notebook 让运行它的 Python 内核停止了（例如 os._exit()、在派生进程里调用 sys.exit()、"
+                    "进程被杀掉，或内存耗尽），所以无法评分。",
+    Status.INVALID: "你提交的文件无法作为这个实验的 Jupyter notebook 读取。",
+    Status.LIMIT: "你的 notebook 碰到了每份提交都要遵守的某项限制（上面的详情说明了是哪一项：内存、进程数、CPU 时间或"
+                  "磁盘），所以被停止，无法评分。实验的参考答案只用了每一项的一小部分。",
+    Status.ERROR: "评分器在处理你的提交时出错了，原因不在你。你的老师已经得到通知，会重新评分。",
+}
+
+# A notebook of the course in Chinese says so in its metadata, as ``translations.in_chinese`` writes it
+_CHINESE = re.compile(rb'"streamlab"\s*:\s*\{\s*"language"\s*:\s*"zh"\s*\}')
+
+
+def language_of_bytes(data: bytes) -> str:
+    """The language of a submitted notebook's bytes, read without parsing them (the grader reads a refused file's
+    words too, and never parses what it refused): "zh" when its metadata is the course in Chinese's, else "en". A
+    notebook can claim either; the language only chooses the grader's words, never a score."""
+    return "zh" if _CHINESE.search(data) else "en"
 
 
 def language_of(nb) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from .languages import FEEDBACK, said
 from .results import CheckResult
 
 
@@ -56,34 +57,34 @@ def _trace_figure(trace: dict) -> str:
             f'{reference}{yours}{marks}</svg>')
 
 
-def trace_html(trace: dict) -> str:
+def trace_html(trace: dict, language: str = "en") -> str:
     """One state trace: a sentence on where it diverged, the figure, and the table of batches."""
+    words = FEEDBACK[language]
     title = html.escape(trace["title"])
     if trace["diverged_at"] is None:
-        verdict = "Your state matched the reference's after every batch."
+        verdict = words["matched"]
     else:
         first = next((r for r in trace["rows"] if r["batch"] == trace["diverged_at"]), None)
         why = f" ({html.escape(first['example'])})" if first and first["example"] else ""
-        verdict = f"<strong>Your state diverged from the reference's at batch {trace['diverged_at']}</strong>{why}."
+        verdict = f"<strong>{words['diverged'].format(batch=trace['diverged_at'])}</strong>{why}."
     body = "".join(
         f"<tr><td>{r['batch']}</td><td>{'' if r['yours'] is None else r['yours']}</td><td>{r['reference']}</td>"
         f"<td>{'' if r['differ'] is None else r['differ']}</td><td>{html.escape(r['example'])}</td></tr>"
         for r in trace["rows"])
-    return (f'<div class="streamlab-state-trace"><h3>{title}: your state, batch by batch</h3><p>{verdict} '
-            'Read by the grader from your checkpoint as of each batch; the reference is the right state for the '
-            'records each of your batches read.</p>'
-            f'{_trace_figure(trace)}<table><tr><th>batch</th><th>your rows</th><th>reference rows</th>'
-            f'<th>keys that differ</th><th>first difference</th></tr>{body}</table></div>')
+    header = "".join(f"<th>{column}</th>" for column in words["trace_columns"])
+    return (f'<div class="streamlab-state-trace"><h3>{words["trace_title"].format(title=title)}</h3><p>{verdict} '
+            f'{words["trace_why"]}</p>{_trace_figure(trace)}<table><tr>{header}</tr>{body}</table></div>')
 
 
-def summary_html(verdicts: list[CheckResult]) -> str:
+def summary_html(verdicts: list[CheckResult], language: str = "en") -> str:
+    """The block "Checked by the grader", in the notebook's ``language``: each check's verdict, and its traces."""
+    words = FEEDBACK[language]
     rows = "".join(
         f"<tr><td>{html.escape(o.name)}</td><td>{html.escape(', '.join(o.cells))}</td>"
-        f"<td>{o.outcome}{'' if o.passed else ': ' + html.escape(o.detail)}</td></tr>"
+        f"<td>{said(o.outcome, language)}{'' if o.passed else ': ' + html.escape(o.detail)}</td></tr>"
         for o in verdicts)
-    traces = "".join(trace_html(t) for o in verdicts for t in o.traces)
+    traces = "".join(trace_html(t, language) for o in verdicts for t in o.traces)
+    header = "".join(f"<th>{column}</th>" for column in words["columns"])
     return ('<div id="streamlab-hidden-checks" style="font-family:sans-serif;margin:1em 2em;padding:.5em 1em;'
-            'border:1px solid #999"><h2>Checked by the grader</h2><p>After your notebook ran, the grader '
-            'checked what each part left behind (its checkpoints and Kafka topics). A test cell earns its '
-            'points only if these checks confirm it.</p><table><tr><th>check</th><th>test cells</th>'
-            f'<th>result</th></tr>{rows}</table>{traces}</div>')
+            f'border:1px solid #999"><h2>{words["checked"]}</h2><p>{words["checked_why"]}</p><table><tr>{header}</tr>'
+            f'{rows}</table>{traces}</div>')

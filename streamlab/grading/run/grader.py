@@ -41,6 +41,7 @@ from ...stack.kafka import bootstrap_servers
 from .. import bounds
 from ..labs import GradingError, solutions_dir
 from ..outputs.feedback import inert_feedback_pages, make_inert, status_page
+from ..outputs.languages import language_of_bytes
 from ..outputs.results import Result, Status, WorkerReport, format_points, write_csv
 from ..outputs.summary import write_summary
 from ..sandbox.box import unavailable_reason
@@ -158,8 +159,10 @@ class Grader:
                         solution_sha256=self.solution_sha256, grader=self.grader,
                         log=str(self.logs_dir / f"{submission.student}.log"),
                         graded_at=datetime.now().isoformat(timespec="seconds"), sandboxed=self.limits is not None)
+        language = "en"  # of its words: the notebook's, once read
         try:
             problems, contents = ([submission.refused], {}) if submission.refused else self._read(submission)
+            language = next((language_of_bytes(data) for data in contents.values()), "en")
             course = None
             if not problems:
                 try:  # the grader's own copy of the bytes it checked
@@ -171,13 +174,13 @@ class Grader:
                 result.status, result.detail = Status.INVALID, "; ".join(problems)
                 Path(result.log).write_text(result.detail + "\n")
             else:
-                self._autograde(submission, result, course)
+                self._autograde(submission, result, course, language)
         except Exception as err:  # the grader's own failure: reported, and the run goes on
             result.status, result.detail = Status.ERROR, f"{type(err).__name__}: {err}"
         result.seconds = round(time.monotonic() - started, 1)
         if not result.feedback:  # nbgrader wrote none: say what happened instead
             page = self.feedback_dir / f"{submission.student}.html"
-            page.write_text(status_page(result, self.lab), encoding="utf-8")
+            page.write_text(status_page(result, self.lab, language), encoding="utf-8")
             result.feedback = str(page)
         (self.results_dir / f"{submission.student}.json").write_text(result.to_json())
         return result
@@ -202,7 +205,7 @@ class Grader:
             contents[name] = data
         return problems, contents
 
-    def _autograde(self, submission: Submission, result: Result, course: Path) -> None:
+    def _autograde(self, submission: Submission, result: Result, course: Path, language: str = "en") -> None:
         student, lab = submission.student, self.lab
         tag = f"{self.run_tag}-{student}"
         # not under /tmp: the sandbox's own /tmp is a folder inside it; named by a slug of the id (paths
@@ -219,7 +222,7 @@ class Grader:
                                     cell_timeout=self.cell_timeout_s,
                                     limits=asdict(self.limits) if self.limits is not None else None,
                                     sandbox_listener=self.sandbox_listener,
-                                    progress=str(progress) if progress else None)
+                                    progress=str(progress) if progress else None, language=language)
         Path(result.log).write_text("")
         worker = self._worker_pool().get()
         try:

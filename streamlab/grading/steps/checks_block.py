@@ -25,12 +25,12 @@ class ChecksBlock(Preprocessor):
         return nb, resources
 
 
-def with_checks_block(config, verdicts: list[CheckResult]) -> None:
+def with_checks_block(config, verdicts: list[CheckResult], language: str = "en") -> None:
     """In ``config`` (nbgrader's, for generate_feedback): ``ChecksBlock`` with the block for ``verdicts``, right after
     ``InertFeedback`` in ``GenerateFeedback.preprocessors`` (or last). After InertFeedback, because that one makes
-    what the student wrote inert, and this block is the grader's own."""
+    what the student wrote inert, and this block is the grader's own. ``language``: the notebook's (its words)."""
     steps = [step for step in config.GenerateFeedback.preprocessors if step is not ChecksBlock]
     names = [getattr(step, "__name__", "") for step in steps]
     at = names.index("InertFeedback") + 1 if "InertFeedback" in names else len(steps)
     config.GenerateFeedback.preprocessors = [*steps[:at], ChecksBlock, *steps[at:]]
-    config.ChecksBlock.block = as_markdown_source(summary_html(verdicts))
+    config.ChecksBlock.block = as_markdown_source(summary_html(verdicts, language))

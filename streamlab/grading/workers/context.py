@@ -26,6 +26,7 @@ class SubmissionContext:
     limits: dict | None = None           # the sandbox's limits (``box.Limits`` as a dict); None: no sandbox
     sandbox_listener: str | None = None  # the broker's SANDBOX listener, when the slot has a Kafka principal
     progress: str | None = None          # where the running notebook is saved after every cell (``streamlab check``)
+    language: str = "en"                 # the notebook's language: the words of its feedback ("en", "zh")
 
     @property
     def tag(self) -> str:

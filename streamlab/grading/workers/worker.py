@@ -223,7 +223,7 @@ def _grade(context: SubmissionContext, checks: ChecksProcess | None, box: Sandbo
         return WorkerReport.no_result(Status.ERROR, f"the grader's hidden checks broke on this submission "
                                                     f"({err}); it is graded again by the next run", **timings)
     _settle_points(config, lab, student, verdicts)             # 2. unconfirmed cells and extra credit to 0
-    if not _generate_feedback(config, lab, student, verdicts):  # 3. nbgrader's feedback pages, the checks' block
+    if not _generate_feedback(config, lab, student, verdicts, context.language):  # 3. the pages, the checks' block
         return WorkerReport.no_result(Status.ERROR, "nbgrader generate_feedback failed; see the log", **timings)
     score, max_score, cells = _scores(config, lab, student)    # 4. the gradebook's score, cell by cell
     inert_feedback_pages(course / "feedback" / student / lab)  # 5. a security policy first in every page
@@ -251,13 +251,13 @@ def _settle_points(config, lab: str, student: str, verdicts: list[CheckResult]) 
         no_extra_credit(gradebook, lab, student)
 
 
-def _generate_feedback(config, lab: str, student: str, verdicts: list[CheckResult]) -> bool:
+def _generate_feedback(config, lab: str, student: str, verdicts: list[CheckResult], language: str = "en") -> bool:
     """nbgrader's generate_feedback, its preprocessors given one more when there are checks: their block first in
     each page (``steps/checks_block.py``)."""
     from nbgrader.converters import GenerateFeedback
 
     if verdicts:
-        with_checks_block(config, verdicts)
+        with_checks_block(config, verdicts, language)
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
         sys.stderr.write(feedback.get("error", ""))

@@ -3,12 +3,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 
 from streamlab.grading import Result, Status, nbgrader_config
 from streamlab.grading.outputs.feedback import STATUS_EXPLANATIONS, status_page
+from streamlab.grading.outputs.languages import STATUS_EXPLANATIONS_IN_CHINESE, language_of_bytes
+from streamlab.grading.outputs.results import CheckResult
+from streamlab.grading.outputs.verdicts import summary_html
 from streamlab.grading.outputs.withhold import NOTE
+
+ROOT = Path(__file__).resolve().parents[3]
+LAB = "lab01_stateless_vs_stateful"
 
 TEST_CELL = """\
 assert answer == 42
@@ -82,6 +89,34 @@ def test_status_page_explains_and_escapes():
     assert "stopped the Python kernel" in page
     assert set(STATUS_EXPLANATIONS) == set(Status) - {Status.GRADED}
     assert "Details" not in status_page(Result(student="a", status=Status.INVALID), "lab01")
+
+
+def test_the_status_page_in_the_notebooks_language():
+    result = Result(student="o'neil <b>", status=Status.CRASHED, max_score=6.0, detail="kernel died <here>")
+    page = status_page(result, "lab01", "zh")
+    assert '<html lang="zh-Hans">' in page and "<b>状态：</b> 崩溃<br>" in page and "<b>分数：</b> 0 / 6</p>" in page
+    assert "o&#x27;neil &lt;b&gt;" in page and "kernel died &lt;here&gt;" in page and "内核停止了" in page
+    assert set(STATUS_EXPLANATIONS_IN_CHINESE) == set(STATUS_EXPLANATIONS)
+
+
+def test_a_notebooks_language_is_read_from_its_bytes_and_only_chooses_words():
+    """The grader reads the language without parsing (a refused file gets its words too); a notebook claims what it
+    likes, and gets the grader's words in that language or in English, nothing else."""
+    chinese = (ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb").read_bytes()
+    assert language_of_bytes(chinese) == "zh" and language_of_bytes((ROOT / "labs" / LAB / f"{LAB}.ipynb")
+                                                                     .read_bytes()) == "en"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('meta = {"streamlab": {"language": "zh"}}')])
+    assert language_of_bytes(nbformat.writes(nb).encode()) == "en", "a cell's text is no notebook's metadata"
+    nb.metadata["streamlab"] = {"language": 'zh"><script>alert(1)</script>'}
+    assert language_of_bytes(nbformat.writes(nb).encode()) == "en"
+
+
+def test_the_checks_block_in_chinese_escapes_as_the_english_does():
+    attack = "<script>alert(1)</script>"
+    verdict = CheckResult("counts", ["test_b"], False, f"wrong {attack}", [])
+    block = summary_html([verdict], "zh")
+    assert "评分器的检查" in block and "<th>检查</th><th>测试单元格</th><th>结果</th>" in block
+    assert "未通过: wrong &lt;script&gt;" in block and attack not in block
 
 
 def test_a_catalogued_mistakes_paragraph_stays_first_in_a_test_cell():
