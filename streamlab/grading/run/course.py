@@ -8,14 +8,20 @@
 ``streamlab check`` makes it from the released lab, labs/<lab>/ (the visible tests a learner has, which
 is all a public copy of the course holds). Either way nbgrader's autograde then puts the template's test
 cells back into the submission, and its gradebook scores them (``workers.worker``).
+
+A notebook of the course in Chinese is graded from a second template, made once from the same source with its
+markdown in Chinese (``make_chinese_template``): nbgrader puts its locked cells back as the gradebook holds them, so
+its feedback shows the lab's text in Chinese; its code cells, tests and points are the English template's.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+from ...stack import translations
 from .. import bounds
-from ..labs import generate_from_solutions
+from ..labs import generate_from_solutions, solutions_dir
 from .submissions import SubmissionRefused, read_submitted_file
 
 
@@ -29,6 +35,25 @@ def make_template(template: Path, lab: str, source: Path) -> float:
     generate_from_solutions(template, lab, source)
     with Gradebook(f"sqlite:///{template / 'gradebook.db'}") as gradebook:
         return float(gradebook.find_assignment(lab).max_score)
+
+
+def make_chinese_template(template: Path, lab: str, source: Path) -> bool:
+    """``make_template`` from ``source`` with each notebook's markdown in Chinese (``translations.in_chinese``, read
+    from the lab's translation, i18n/zh/solutions/<lab>/); False, and nothing made, when a notebook has none."""
+    notebooks = sorted(Path(source).glob("*.ipynb"))
+    keys = [solutions_dir() / lab / notebook.name for notebook in notebooks]
+    if not notebooks or not all(translations.translation_of(key).is_file() for key in keys):
+        return False
+    chinese = template.with_name(template.name + "-source")
+    if chinese.exists():
+        shutil.rmtree(chinese)
+    shutil.copytree(source, chinese, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__",
+                                                                    "hidden_checks.py"))
+    for notebook, key in zip(notebooks, keys, strict=True):
+        data = translations.in_chinese(json.loads(notebook.read_text(encoding="utf-8")), key)
+        (chinese / notebook.name).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    make_template(template, lab, chinese)
+    return True
 
 
 def course_for(template: Path, course: Path, *, lab: str, student: str, contents: dict[str, bytes],

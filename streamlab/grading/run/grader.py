@@ -51,7 +51,7 @@ from ..sandbox.tenancy import sandbox_servers
 from ..workers.context import SubmissionContext
 from ..workers.hidden import checks_file, checks_work, file_sha256
 from ..workers.warm import WarmWorker
-from .course import course_for, make_template
+from .course import course_for, make_chinese_template, make_template
 from .progress import Progress
 from .runinfo import RunRecord, folder_digest, grader_version, grading_settings, lab_fingerprint, now
 from .shards import WHOLE, Shard, shard_key
@@ -118,6 +118,8 @@ class Grader:
         self.checks = checks_file(solutions_dir(), lab) if hidden_checks else None
         self.checks_sha256 = file_sha256(self.checks) if self.checks else None
         self.max_score = make_template(self.template, lab, self.source)
+        self._templates = {"en": self.template}  # by the notebook's language; the Chinese made on first use
+        self._templates_lock = threading.Lock()
         self.bootstrap = bootstrap or bootstrap_servers()  # resolved once: every kernel uses this Kafka
         # the broker's SANDBOX listener: each sandbox's Kafka connections are then a principal's of its own
         self.sandbox_listener = sandbox_servers(self.bootstrap) if limits is not None else None
@@ -166,7 +168,8 @@ class Grader:
             course = None
             if not problems:
                 try:  # the grader's own copy of the bytes it checked
-                    course = course_for(self.template, self.out / "course" / submission.student, lab=self.lab,
+                    course = course_for(self.template_for(language), self.out / "course" / submission.student,
+                                        lab=self.lab,
                                         student=submission.student, contents=contents, extra=submission.extra)
                 except SubmissionRefused as refusal:
                     problems = [str(refusal)]
@@ -184,6 +187,16 @@ class Grader:
             result.feedback = str(page)
         (self.results_dir / f"{submission.student}.json").write_text(result.to_json())
         return result
+
+    def template_for(self, language: str) -> Path:
+        """The lab's template for a notebook in ``language``: English, or the Chinese one (made once, on first use;
+        English when the lab has no translation). The two differ only in their markdown."""
+        with self._templates_lock:
+            if language not in self._templates:
+                chinese = self.out / "course" / f".template-{language}"
+                made = language == "zh" and make_chinese_template(chinese, self.lab, self.source)
+                self._templates[language] = chinese if made else self.template
+            return self._templates[language]
 
     def progress_notebook(self, student: str) -> Path:
         """Where the kernel saves ``student``'s notebook after every cell (``progress=True``)."""
