@@ -195,8 +195,9 @@ def cmd_lab(args) -> int:
 def cmd_site(args) -> int:
     started = time.monotonic()
     out = site_build.build_course(args.out, args.repository)
-    pages = len(list(out.glob("*.html")))
-    print(f"The site: {pages} pages in {out} ({time.monotonic() - started:.0f} s). Read it with no server "
+    pages, chinese = len(list(out.glob("*.html"))), len(list(out.glob("zh/*.html")))
+    print(f"The site: {pages} pages in {out}, {chinese} in Chinese in {out / 'zh'} "
+          f"({time.monotonic() - started:.0f} s). Read it with no server "
           f"(open {out / 'index.html'}) or serve it: cd {out} && python -m http.server")
     return 0
 

@@ -4,6 +4,10 @@ search box and links to the repository and Binder, and written with everything i
 ``assets/``, so that it reads offline, from a web server or straight from the folder.
 
     python -m streamlab site          (make site) the lessons executed once, then the site in build/site/
+
+The site is in two languages: English in build/site/, Simplified Chinese in build/site/zh/ (``pages.chinese_pages``),
+each page with a switch to the same page in the other language. The Chinese lessons show the English run's outputs:
+the code is the same, so nothing is executed twice.
 """
 from __future__ import annotations
 
@@ -19,11 +23,26 @@ from ..stack import broker
 from ..stack.paths import project_root
 from . import executed, mermaid
 from .executed import build_dir
-from .pages import Page, binder_url, course_pages, repo_url, repository
+from .pages import Page, binder_url, chinese_pages, course_pages, repo_url, repository
 from .search import search_entries
 
 ASSETS = Path(__file__).resolve().parent / "assets"  # site.css, site.js: the layout's own files
 COURSE = "Stateful Stream Processing with Spark and Kafka"
+# What the layout itself says, in each language the site is built in.
+WORDS = {
+    "en": {"lang": "en", "course": COURSE, "search": "Search the course", "nothing": "Nothing found for",
+           "order": "The course, in order", "prevnext": "Previous and next", "lab": "Lab {number}: {title}",
+           "notebook": "the notebook in the repository", "its_lab": "its lab", "lab_repo": "the lab in the repository",
+           "its_lesson": "its lesson", "binder": "launch on Binder", "repository": "the repository",
+           "course_binder": "launch the course on Binder", "switch": "中文", "switch_lang": "zh-Hans",
+           "switch_label": "这一页的中文版"},
+    "zh": {"lang": "zh-Hans", "course": "用 Spark 和 Kafka 学有状态流处理", "search": "搜索课程", "nothing": "没有找到",
+           "order": "课程目录", "prevnext": "上一页与下一页", "lab": "实验 {number}：{title}",
+           "notebook": "仓库中的 notebook", "its_lab": "本课的实验", "lab_repo": "仓库中的实验",
+           "its_lesson": "本实验的课程", "binder": "在 Binder 上运行", "repository": "课程仓库",
+           "course_binder": "在 Binder 上运行课程", "switch": "English", "switch_lang": "en",
+           "switch_label": "This page in English"},
+}
 MERMAID_START = '<script src="assets/mermaid.min.js"></script>\n' \
                 '<script>mermaid.initialize({startOnLoad: true, securityLevel: "strict"});</script>'
 
@@ -62,9 +81,13 @@ def anchors(body: str) -> dict[str, str]:
     return found
 
 
-def rewrite_links(body: str, page: Page, pages: list[Page], ids: dict[str, dict[str, str]], repo: str) -> str:
+def rewrite_links(body: str, page: Page, pages: list[Page], ids: dict[str, dict[str, str]], repo: str,
+                  elsewhere: dict[str, str] | None = None) -> str:
     """Links between the repository's files become links between pages where the file has a page, and
-    links to the repository (on GitHub) where it has none; anchors follow the heading ids of the page."""
+    links to the repository (on GitHub) where it has none; anchors follow the heading ids of the page.
+    ``elsewhere``: {a file's path: its page in the other language's site}, for a file this site has no page of
+    (a Chinese page's link to a text that is only in English goes to its English page)."""
+    elsewhere = elsewhere or {}
     by_path = {p.repo_path: p for p in pages}
     by_path.update({posixpath.dirname(p.repo_path) + "/": p for p in pages if p.kind == "lab"})
     here = posixpath.dirname(page.repo_path)
@@ -80,6 +103,11 @@ def rewrite_links(body: str, page: Page, pages: list[Page], ids: dict[str, dict[
         resolved = posixpath.normpath(posixpath.join(here, path)) + ("/" if path.endswith("/") else "")
         other = by_path.get(resolved) or by_path.get(resolved.rstrip("/") + "/")
         if other is None:
+            candidates = [resolved, resolved.removeprefix("zh/")]
+            there = next((elsewhere[name] for base in candidates for name in (base, base.rstrip("/") + "/")
+                          if name in elsewhere), None)
+            if there is not None:
+                return there
             return repo_url(repo, resolved) + (f"#{anchor}" if anchor else "")
         if anchor and anchor in ids[other.slug]:
             return f"{other.file}#{ids[other.slug][anchor]}"
@@ -111,41 +139,55 @@ def scrub(text: str, root: Path) -> str:
     return text
 
 
-def nav_html(pages: list[Page], current: Page) -> str:
+def nav_html(pages: list[Page], current: Page, words: dict = WORDS["en"]) -> str:
     items = []
     for page in pages:
         label = html.escape(page.title)
-        if page.kind == "lab" and not page.title.lower().startswith("lab"):
-            label = f"Lab {page.slug[3:5]}: {label}"
+        if page.kind == "lab" and not page.title.lower().startswith(("lab", "实验")):
+            label = words["lab"].format(number=page.slug[3:5], title=label)
         mark = ' aria-current="page"' if page is current else ""
         items.append(f'<li class="nav-{page.kind}"><a href="{page.file}"{mark}>{label}</a></li>')
     return "\n".join(items)
 
 
-def page_links(page: Page, pages: list[Page], repo: str) -> str:
+def page_links(page: Page, pages: list[Page], repo: str, words: dict = WORDS["en"]) -> str:
     """Under the title: the file in the repository, the lab of a lesson, and Binder for notebooks."""
     links = []
     if page.kind in ("lesson", "lab"):
-        links.append(f'<a class="repo-link" href="{repo_url(repo, page.repo_path)}">the notebook in the repository</a>')
-    if page.lab:
-        lab = next(p for p in pages if p.slug == page.lab)
-        links.append(f'<a class="lab-link" href="{lab.file}">its lab: {html.escape(lab.title)}</a>')
+        links.append(f'<a class="repo-link" href="{repo_url(repo, page.repo_path)}">{words["notebook"]}</a>')
+    lab = next((p for p in pages if p.slug == page.lab), None) if page.lab else None
+    if lab is not None:
+        links.append(f'<a class="lab-link" href="{lab.file}">{words["its_lab"]}: {html.escape(lab.title)}</a>')
         links.append(f'<a class="repo-link" href="{repo_url(repo, posixpath.dirname(lab.repo_path) + "/")}">'
-                     "the lab in the repository</a>")
+                     f'{words["lab_repo"]}</a>')
     lesson = next((p for p in pages if p.lab == page.slug), None) if page.kind == "lab" else None
     if lesson is not None:
-        links.append(f'<a class="lesson-link" href="{lesson.file}">its lesson: {html.escape(lesson.title)}</a>')
+        links.append(f'<a class="lesson-link" href="{lesson.file}">{words["its_lesson"]}: '
+                     f'{html.escape(lesson.title)}</a>')
     if page.kind in ("lesson", "lab"):
         links.append(f'<a class="binder-link" href="{html.escape(binder_url(repo, page.repo_path))}">'
-                     "launch on Binder</a>")
+                     f'{words["binder"]}</a>')
     if page.kind == "home":
-        links.append(f'<a class="repo-link" href="{repo_url(repo, "")}">the repository</a>')
-        links.append(f'<a class="binder-link" href="{html.escape(binder_url(repo, "notebooks/00_setup.ipynb"))}">'
-                     "launch the course on Binder</a>")
+        start = "zh/notebooks/00_setup.ipynb" if page.repo_path.startswith("zh/") else "notebooks/00_setup.ipynb"
+        links.append(f'<a class="repo-link" href="{repo_url(repo, "")}">{words["repository"]}</a>')
+        links.append(f'<a class="binder-link" href="{html.escape(binder_url(repo, start))}">'
+                     f'{words["course_binder"]}</a>')
     return " · ".join(links)
 
 
-def layout(page: Page, pages: list[Page], body: str, repo: str) -> str:
+def switch_html(page: Page, other: dict[str, str] | None, words: dict) -> str:
+    """The link to this page in the other language (``other``: {slug: its href there}; that site's home when it has
+    no such page); nothing when the site has one language."""
+    if not other:
+        return ""
+    href = other.get(page.slug) or other["index"]
+    return (f'<a class="language-switch" href="{html.escape(href)}" hreflang="{words["switch_lang"]}" '
+            f'lang="{words["switch_lang"]}" title="{words["switch_label"]}">{words["switch"]}</a>')
+
+
+def layout(page: Page, pages: list[Page], body: str, repo: str, language: str = "en",
+           other: dict[str, str] | None = None) -> str:
+    words = WORDS[language]
     index = pages.index(page)
     before = pages[index - 1] if index > 0 else None
     after = pages[index + 1] if index + 1 < len(pages) else None
@@ -155,34 +197,36 @@ def layout(page: Page, pages: list[Page], body: str, repo: str) -> str:
                  if after else '<span class="next"></span>')
     mermaid = MERMAID_START if 'class="mermaid"' in body else ""
     return f"""<!DOCTYPE html>
-<html lang="en">
+<html lang="{words["lang"]}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(page.title)} · {COURSE}</title>
+<title>{html.escape(page.title)} · {words["course"]}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="assets/site.css">
 <link rel="stylesheet" href="assets/pygments.css">
 </head>
 <body class="page-{page.kind}">
 <header class="top">
-<a class="brand" href="index.html">{COURSE}</a>
+<a class="brand" href="index.html">{words["course"]}</a>
 <div class="search" role="search">
-<input id="search" type="search" placeholder="Search the course" aria-label="Search the course" autocomplete="off">
+<input id="search" type="search" placeholder="{words["search"]}" aria-label="{words["search"]}" autocomplete="off"
+ data-nothing="{words["nothing"]}">
 <ol id="search-results" hidden></ol>
 </div>
+{switch_html(page, other, words)}
 </header>
 <div class="layout">
-<nav class="toc" aria-label="The course, in order"><ol>
-{nav_html(pages, page)}
+<nav class="toc" aria-label="{words["order"]}"><ol>
+{nav_html(pages, page, words)}
 </ol></nav>
 <main>
-<nav class="prevnext top-prevnext" aria-label="Previous and next">{prev_link}{next_link}</nav>
-<p class="page-links">{page_links(page, pages, repo)}</p>
+<nav class="prevnext top-prevnext" aria-label="{words["prevnext"]}">{prev_link}{next_link}</nav>
+<p class="page-links">{page_links(page, pages, repo, words)}</p>
 <article>
 {body}
 </article>
-<nav class="prevnext" aria-label="Previous and next">{prev_link}{next_link}</nav>
+<nav class="prevnext" aria-label="{words["prevnext"]}">{prev_link}{next_link}</nav>
 </main>
 </div>
 <script src="assets/search-index.js"></script>
@@ -199,9 +243,12 @@ def pygments_css() -> str:
     return HtmlFormatter(style="default").get_style_defs(".highlight")
 
 
-def build_site(out: Path, pages: list[Page], repo: str, root: Path, mermaid_js: Path | None) -> list[Path]:
+def build_site(out: Path, pages: list[Page], repo: str, root: Path, mermaid_js: Path | None, *,
+               language: str = "en", other: list[Page] | None = None, other_dir: str = "") -> list[Path]:
     """Write the site into ``out`` (emptied first): one HTML file per page, and assets/. Returns the pages'
-    files. ``mermaid_js``: the mermaid.min.js to ship, needed when a page has a diagram."""
+    files. ``mermaid_js``: the mermaid.min.js to ship, needed when a page has a diagram. ``language``: the words of
+    the layout (``WORDS``); ``other``: the pages of the site in the other language, at ``other_dir`` from this one
+    ("zh/", "../"), for each page's switch and for links to a text this site has no page of."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="basic")
@@ -211,11 +258,13 @@ def build_site(out: Path, pages: list[Page], repo: str, root: Path, mermaid_js: 
         shutil.rmtree(out)
     (out / "assets").mkdir(parents=True)
     written, index = [], []
+    there = {p.slug: other_dir + p.file for p in other or []}
+    elsewhere = {p.repo_path: other_dir + p.file for p in other or []}
     for page in pages:
-        body = rewrite_links(bodies[page.slug], page, pages, ids, repo)
+        body = rewrite_links(bodies[page.slug], page, pages, ids, repo, elsewhere)
         index += search_entries(page, body)
         path = out / page.file
-        path.write_text(layout(page, pages, body, repo), encoding="utf-8")
+        path.write_text(layout(page, pages, body, repo, language, there), encoding="utf-8")
         written.append(path)
     for name in ("site.css", "site.js"):
         shutil.copyfile(ASSETS / name, out / "assets" / name)
@@ -251,7 +300,19 @@ def build_course(out: Path | None = None, repo: str | None = None, say=print) ->
         if own_broker:
             broker.stop(quiet=True)
     pages = course_pages(root, copies)
+    chinese = chinese_pages(root, copies, build_dir() / "executed" / "zh")
     out = out or site_dir()
     repo = repository(root, repo or os.environ.get("STREAMLAB_SITE_REPOSITORY"))
-    build_site(out, pages, repo, root, mermaid.mermaid_js())
+    build_both(out, pages, chinese, repo, root, mermaid.mermaid_js())
     return out
+
+
+def build_both(out: Path, pages: list[Page], chinese: list[Page], repo: str, root: Path,
+               mermaid_js: Path | None) -> list[Path]:
+    """The English site in ``out`` and, when there are ``chinese`` pages, the Chinese one in ``out``/zh/, each page
+    switching to its twin. Returns every page written."""
+    written = build_site(out, pages, repo, root, mermaid_js, other=chinese, other_dir="zh/")
+    if chinese:
+        written += build_site(out / "zh", chinese, repo, root, mermaid_js, language="zh", other=pages,
+                              other_dir="../")
+    return written

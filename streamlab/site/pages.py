@@ -10,7 +10,13 @@
     instructors.html           docs/instructors.md, the instructor's guide
     contributors.html          docs/contributors.md, the contributor's guide
 
-A guide that is not there has no page (a link to it goes to the repository).
+    zh/                        the course in Simplified Chinese (``chinese_pages``), from zh/: the same file names
+    zh/index.html              zh/docs/learners.md, the learners' guide, as the Chinese home
+    zh/00_setup.html ...       each lesson: its English executed copy with the Chinese markdown (the code and its
+                               outputs are the English run's: executed once), each lab from zh/labs/, the glossary
+
+A guide that is not there has no page (a link to it goes to the repository); a Chinese page links a text with no
+Chinese version to its English page.
 """
 from __future__ import annotations
 
@@ -78,6 +84,38 @@ def course_pages(root: Path, executed: list[Path]) -> list[Page]:
         pages.append(Page("glossary", first_heading(text, "Glossary"), "glossary", "notebooks/glossary.md",
                           markdown=text))
     pages += _guides(root, LATER_GUIDES)
+    return pages
+
+
+def chinese_pages(root: Path, executed: list[Path], copies: Path) -> list[Page]:
+    """The Chinese site's pages, in course order, from ``root``/zh/ (what ``streamlab translate`` builds): the learners'
+    guide as the home page, then each lesson and lab, then the glossary. ``executed``: the English executed lessons;
+    each is written to ``copies`` with its markdown cells replaced by the Chinese lesson's (the same cell ids), so the
+    Chinese page shows the English run's outputs. Empty when there is no zh/."""
+    import nbformat
+
+    zh = root / "zh"
+    if not (zh / "docs" / "learners.md").is_file():
+        return []
+    text = (zh / "docs" / "learners.md").read_text(encoding="utf-8")
+    pages = [Page("index", first_heading(text, "从这里开始"), "home", "zh/docs/learners.md", markdown=text)]
+    for page in course_pages(root, executed):
+        if page.kind == "lesson" and (zh / page.repo_path).is_file():
+            chinese = {cell.get("id"): cell.source for cell in nbformat.read(zh / page.repo_path, as_version=4).cells
+                       if cell.cell_type == "markdown"}
+            nb = nbformat.read(page.source, as_version=4)
+            for cell in nb.cells:
+                if cell.cell_type == "markdown" and cell.get("id") in chinese:
+                    cell.source = chinese[cell.get("id")]
+            copies.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, copies / page.source.name)
+            pages.append(Page(page.slug, notebook_title(copies / page.source.name), "lesson", f"zh/{page.repo_path}",
+                              source=copies / page.source.name, lab=page.lab))
+        elif page.kind == "lab" and (zh / page.repo_path).is_file():
+            pages.append(Page(page.slug, notebook_title(zh / page.repo_path), "lab", f"zh/{page.repo_path}",
+                              source=zh / page.repo_path))
+        elif page.kind == "glossary":  # one glossary, the articles' terms beside the English: its links to Chinese
+            pages.append(Page(page.slug, page.title, "glossary", f"zh/{page.repo_path}", markdown=page.markdown))
     return pages
 
 

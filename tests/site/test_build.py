@@ -79,12 +79,35 @@ def course(tmp_path, monkeypatch):
         nb = nbformat.read(source, as_version=4)
         nb.metadata["streamlab"] = {executed.SOURCE_KEY: executed.source_hash(source)}
         executed.save(nb, source)
+    _in_chinese(root)
     js = tmp_path / "mermaid.min.js"
     js.write_text("window.mermaid = {initialize: function () {}};\n")
     out = tmp_path / "build" / "site"
-    course_pages = pages.course_pages(root, [executed.executed_copy(s) for s in executed.lessons(root)])
-    build.build_site(out, course_pages, "someone/course", root, js)
+    copies = [executed.executed_copy(s) for s in executed.lessons(root)]
+    course_pages = pages.course_pages(root, copies)
+    chinese = pages.chinese_pages(root, copies, tmp_path / "build" / "executed" / "zh")
+    build.build_both(out, course_pages, chinese, "someone/course", root, js)
     return root, out, course_pages
+
+
+def _in_chinese(root):
+    """zh/ as `streamlab translate` leaves it: each notebook the English one with its markdown in Chinese (the same
+    cell ids, the lesson's code unexecuted), and the learners' guide; its links point to Chinese texts, or English."""
+    (root / "zh" / "docs").mkdir(parents=True)
+    (root / "zh" / "docs" / "learners.md").write_text(
+        "# 从这里开始\n\n先运行[第 01 课](../notebooks/01_b.ipynb)。另见[教师指南](../../docs/instructors.md)。\n")
+    words = {"00_a": ["# 00 · 准备", "## 从这里开始\n\n下一课：[01](01_b.ipynb#Keyed-state)"],
+             "01_b": ["# 01 · 无状态与有状态",
+                      "## 键控状态\n\n见[术语表](glossary.md)，[指南](../../docs/contributors.md)。\n\n"
+                      "```mermaid\nflowchart LR\n  a --> b\n```"],
+             "lab01_b": ["# 实验 01 — 无状态与有状态"]}
+    for source in [*(root / "notebooks").glob("*.ipynb"), root / "labs" / "lab01_b" / "lab01_b.ipynb"]:
+        nb = nbformat.read(source, as_version=4)
+        for cell, text in zip([c for c in nb.cells if c.cell_type == "markdown"], words[source.stem], strict=True):
+            cell.source = text
+        target = root / "zh" / source.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
 
 
 def html_of(out, name: str) -> str:
@@ -261,3 +284,37 @@ def test_mermaid_is_fetched_once_and_checked(tmp_path, monkeypatch):
         mermaid.mermaid_js()  # a file with the wrong hash is not used: it is fetched again
     monkeypatch.setattr(mermaid, "SHA256", mermaid._sha256(target))
     assert mermaid.mermaid_js() == target
+
+
+def test_the_site_has_both_languages_each_page_switching_to_its_twin(course):
+    _, out, course_pages = course
+    chinese = sorted(p.name for p in (out / "zh").glob("*.html"))
+    assert chinese == ["00_a.html", "01_b.html", "glossary.html", "index.html", "lab01_b.html"]
+    for name in chinese:
+        page = html_of(out / "zh", name)
+        assert '<html lang="zh-Hans">' in page and "搜索课程" in page
+        assert re.search(rf'<a class="language-switch" href="\.\./{re.escape(name)}" hreflang="en"', page), name
+        assert f'<a class="language-switch" href="zh/{name}" hreflang="zh-Hans"' in html_of(out, name)
+    # an English page with no Chinese twin switches to the Chinese home
+    assert '<a class="language-switch" href="zh/index.html"' in html_of(out, "instructors.html")
+    assert (out / "zh" / "assets" / "search-index.js").read_text(encoding="utf-8").count("键控状态") >= 1
+
+
+def test_a_chinese_lesson_is_the_english_run_with_chinese_text(course):
+    _, out, _ = course
+    english, chinese = html_of(out, "01_b.html"), html_of(out / "zh", "01_b.html")
+    assert "<title>01 · 无状态与有状态 · 用 Spark 和 Kafka 学有状态流处理</title>" in chinese
+    assert "Keyed state" not in chinese.split("<article>")[1] and "键控状态" in chinese
+    for shown, times in (('<table class="dataframe">', 1), ("data:image/png;base64,", 1), ('<pre class="mermaid">', 1),
+                         ('class="highlight', 2)):
+        assert english.count(shown) == chinese.count(shown) == times, shown  # executed once, shown in both
+    assert "实验 01 — 无状态与有状态" in chinese   # its lab, by its Chinese title
+
+
+def test_a_chinese_link_goes_to_a_chinese_page_or_else_to_the_english_one(course):
+    _, out, _ = course
+    home = html_of(out / "zh", "index.html")
+    assert 'href="01_b.html"' in home and 'href="../instructors.html"' in home
+    lesson = html_of(out / "zh", "01_b.html")
+    assert 'href="glossary.html"' in lesson and 'href="../contributors.html"' in lesson
+    assert 'href="01_b.html"' in html_of(out / "zh", "00_a.html")   # its anchor is an English heading's: dropped

@@ -1,7 +1,8 @@
 """The built site (build/site/, `make site`), read in headless Chromium as a reader would: every page
 loads without a console error and fetches nothing from elsewhere, every figure is drawn, every mermaid
 diagram became an SVG, every link inside the site and its anchor resolves, the search box finds, and no
-page shows solution code, hidden tests or a path of the machine that built it.
+page shows solution code, hidden tests or a path of the machine that built it. All of it in both languages: the
+Chinese pages (zh/) are looked at as the English are, and each page's switch leads to its twin.
 
 `make test` runs these after the notebook tests and `streamlab site` (the late tier: `-m browser`).
 A screenshot of one lesson page is kept in build/screenshots/.
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.browser
 ROOT = project_root()
 SITE = site_dir()
 SCREENSHOT_OF = "03_state_backends.html"  # a lesson with plots and tables: its first plot, on screen
-PAGES = sorted(p.name for p in SITE.glob("*.html")) if SITE.is_dir() else []
+PAGES = sorted(p.relative_to(SITE).as_posix() for p in [*SITE.glob("*.html"), *SITE.glob("zh/*.html")]) \
+    if SITE.is_dir() else []
 
 
 def _serve(folder: Path):
@@ -63,6 +65,8 @@ LOOK = """(async () => {
                  : {svg: false};
     }),
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    lang: document.documentElement.lang,
+    switch: (document.querySelector('a.language-switch') || {}).href || null,
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
     cells: [...document.querySelectorAll('.input_area, .output_area')].map(e => e.innerText).join('\\n'),
     text: document.body.innerText,
@@ -97,6 +101,10 @@ def seen():
                           " box.dispatchEvent(new Event('input')); })()")
             found["search"] = page.evaluate("[...document.querySelectorAll('#search-results a')].map(a => a.href)")
             found["search_shown"] = page.evaluate("!document.getElementById('search-results').hidden")
+            page.goto(base + "zh/index.html")
+            page.evaluate("(() => { const box = document.getElementById('search'); box.value = '水位线';"
+                          " box.dispatchEvent(new Event('input')); })()")
+            found["search_zh"] = page.evaluate("[...document.querySelectorAll('#search-results a')].map(a => a.href)")
     finally:
         server.shutdown()
     return found
@@ -123,12 +131,13 @@ def test_every_mermaid_diagram_became_an_svg(seen, name):
 
 
 def test_no_diagram_was_lost_on_the_way():
-    """Each lesson's page has as many diagrams as its notebook has mermaid blocks."""
+    """Each lesson's page, in each language, has as many diagrams as its notebook has mermaid blocks."""
     for notebook in executed.lessons(ROOT):
-        nb = nbformat.read(notebook, as_version=4)
-        blocks = sum(c.source.count("```mermaid") for c in nb.cells if c.cell_type == "markdown")
-        page = (SITE / f"{notebook.stem}.html").read_text(encoding="utf-8")
-        assert page.count('<pre class="mermaid">') == blocks, notebook.name
+        for source, site in ((notebook, SITE), (ROOT / "zh" / "notebooks" / notebook.name, SITE / "zh")):
+            nb = nbformat.read(source, as_version=4)
+            blocks = sum(c.source.count("```mermaid") for c in nb.cells if c.cell_type == "markdown")
+            page = (site / f"{notebook.stem}.html").read_text(encoding="utf-8")
+            assert page.count('<pre class="mermaid">') == blocks, source
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -148,11 +157,12 @@ def test_every_link_inside_the_site_and_its_anchor_resolve(seen, name):
 
 
 def test_the_lessons_show_their_outputs(seen):
-    """The executed lessons: tables of state and figures are on the pages, not only code."""
-    lessons = {n: v for n, v in seen["pages"].items() if re.match(r"\d\d_", n)}
-    assert len(lessons) == 9
+    """The executed lessons, in both languages: tables of state and figures are on the pages, not only code."""
+    lessons = {n: v for n, v in seen["pages"].items() if re.match(r"(zh/)?\d\d[a-z]?_", n)}
+    assert len(lessons) == 2 * len(executed.lessons(ROOT))
     assert sum(len(v["images"]) for v in lessons.values()) >= 3, "the lessons' plots"
-    assert all("dataframe" in v["html"] or "<table" in v["html"] for n, v in lessons.items() if n != "00_setup.html")
+    assert all("dataframe" in v["html"] or "<table" in v["html"] for n, v in lessons.items()
+               if not n.endswith("00_setup.html"))
 
 
 def test_the_lessons_that_watch_a_query_show_its_state_view(seen):
@@ -161,9 +171,9 @@ def test_the_lessons_that_watch_a_query_show_its_state_view(seen):
                 if any(draws_a_state_view(c) for c in nbformat.read(p, as_version=4).cells)]
     assert watching, "no lesson uses sl.watch"
     for notebook in watching:
-        views = [img for img in seen["pages"][f"{notebook.stem}.html"]["images"]
-                 if img["alt"].startswith("state watch")]
-        assert views and all(img["loaded"] and img["width"] > 100 for img in views), notebook.name
+        for name in (f"{notebook.stem}.html", f"zh/{notebook.stem}.html"):
+            views = [img for img in seen["pages"][name]["images"] if img["alt"].startswith("state watch")]
+            assert views and all(img["loaded"] and img["width"] > 100 for img in views), name
 
 
 def _hidden_and_solution_lines() -> list[str]:
@@ -211,3 +221,28 @@ def test_every_lesson_and_lab_links_its_notebook_and_binder(seen):
             notebook = name.replace(".html", ".ipynb")
             assert any(u.startswith("https://mybinder.org/v2/gh/") and notebook in u for u in view["links"]), name
             assert any(u.startswith("https://github.com/") and u.endswith(notebook) for u in view["links"]), name
+
+
+def test_each_page_switches_to_its_twin_in_the_other_language(seen):
+    """Every page says its language, and its switch leads to the same page in the other (its home when there is no
+    such page: the instructors' and contributors' guides are in English only)."""
+    pages, base = seen["pages"], seen["base"]
+    chinese = {name for name in pages if name.startswith("zh/")}
+    assert len(chinese) >= len(executed.lessons(ROOT)) + 7 + 2   # the lessons, the labs, the home and the glossary
+    for name, view in pages.items():
+        assert view["lang"] == ("zh-Hans" if name in chinese else "en"), name
+        twin = name.removeprefix("zh/") if name in chinese else f"zh/{name}"
+        expected = twin if twin in pages else ("index.html" if name in chinese else "zh/index.html")
+        assert view["switch"] == base + expected, name
+
+
+def test_a_chinese_lesson_shows_chinese_text_and_the_english_runs_outputs(seen):
+    english, chinese = seen["pages"]["03_state_backends.html"], seen["pages"]["zh/03_state_backends.html"]
+    assert "状态后端" in chinese["text"] and len(re.findall(r"[\u4e00-\u9fff]", chinese["text"])) > 1000
+    assert len(chinese["images"]) == len(english["images"]) > 0
+    assert chinese["html"].count('class="dataframe"') == english["html"].count('class="dataframe"') > 0
+
+
+def test_the_chinese_search_box_finds_chinese_words(seen):
+    assert any(url.endswith("zh/06_event_time_watermarks.html") or "zh/06_event_time_watermarks.html#" in url
+               for url in seen["search_zh"]), seen["search_zh"]

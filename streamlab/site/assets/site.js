@@ -36,7 +36,7 @@
     });
     if (!hits.length) {
       var none = document.createElement("li");
-      none.textContent = "Nothing found for “" + box.value + "”.";
+      none.textContent = (box.dataset.nothing || "Nothing found for") + " “" + box.value + "”.";
       list.appendChild(none);
     }
     list.hidden = false;
