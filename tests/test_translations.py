@@ -147,3 +147,21 @@ def test_the_self_check_compares_a_chinese_lab_with_the_chinese_lab():
     locked.source += "\n我的笔记"
     notes = changed_locked_cells(mine, nbformat.read(in_its_language(released, mine), as_version=4))
     assert [n.split(":")[0] for n in notes] == [locked.metadata.nbgrader.grade_id]
+
+
+def test_no_line_breaks_inside_a_chinese_sentence():
+    """Markdown joins a paragraph's lines with a space, which Chinese does not have: a line break between two Chinese
+    characters shows as a stray space in the middle of a sentence (in JupyterLab and on the site). Write a
+    paragraph on one line, as the translations do."""
+    cjk = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]")
+    starts_block = re.compile(r"^\s*(\||#|[-*+] |\d+[.)] |>|<!--|```)")
+    found = []
+    for path in sorted((ROOT / "i18n").rglob("*.md")):
+        lines, fence = path.read_text(encoding="utf-8").split("\n"), False
+        for number, (line, after) in enumerate(zip(lines, lines[1:]), 1):
+            fence = fence != line.lstrip().startswith("```")
+            joined = line.strip() and after.strip() and not starts_block.match(after)
+            if (not fence and joined and not re.match(r"^\s*(\||#|<!--)", line)
+                    and cjk.match(line[-1]) and cjk.match(after.lstrip()[0])):
+                found.append(f"{path.relative_to(ROOT)}:{number}: ...{line[-12:]}")
+    assert found == []
