@@ -59,9 +59,10 @@ case "${role}" in
         ;;
     classroom-student)
         work="${HOME}/work"
-        mkdir -p "${work}/notebooks" "${work}/labs"
+        mkdir -p "${work}/notebooks" "${work}/labs" "${work}/zh/notebooks"
         cp -rn "${course_dir}/notebooks/." "${work}/notebooks/" 2>/dev/null || true
-        chmod -R u+w "${work}/notebooks" 2>/dev/null || true
+        cp -rn "${course_dir}/zh/notebooks/." "${work}/zh/notebooks/" 2>/dev/null || true  # the course in Chinese
+        chmod -R u+w "${work}/notebooks" "${work}/zh" 2>/dev/null || true
         python -m streamlab classroom door &
         if [ -z "${STREAMLAB_INSTRUCTOR:-}" ]; then
             learner_config="$(python -c 'from streamlab.stack import jupyter; print(jupyter.LEARNER_CONFIG)')"

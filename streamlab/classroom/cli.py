@@ -28,8 +28,11 @@ def add_classroom_commands(sub) -> None:
     up.add_argument("--port", type=int, default=8000, help="the students' port; the hub uses PORT+1 and PORT+2 too")
     up.add_argument("--memory", default=hub.STUDENT_MEMORY, help=f"per student (default {hub.STUDENT_MEMORY})")
     up.add_argument("--cpus", type=float, default=hub.STUDENT_CPUS, help=f"per student (default {hub.STUDENT_CPUS:g})")
+    up.add_argument("--language", choices=("en", "zh"), default="en",
+                    help="the class's language: en, or zh (Simplified Chinese lessons and labs, graded the same)")
     up.set_defaults(func=lambda a: _run(lambda: hub.up(a.roster, teacher=a.teacher, ip=a.ip, port=a.port,
-                                                       memory=a.memory, cpus=a.cpus, directory=a.dir) and 0))
+                                                       memory=a.memory, cpus=a.cpus, directory=a.dir,
+                                                       language=a.language) and 0))
     actions.add_parser("down", help="stop it all; the students' files and topics are kept").set_defaults(
         func=lambda a: _run(lambda: hub.down(directory=a.dir)))
     actions.add_parser("status", help="where it runs, whose servers run").set_defaults(

@@ -160,8 +160,10 @@ def wait_for_kafka(timeout_s: float = 120) -> None:
 
 def up(roster: Path, *, teacher: str = "teacher", ip: str = "0.0.0.0", port: int = 8000,
        memory: str = STUDENT_MEMORY, cpus: float = STUDENT_CPUS, image: str = COURSE_IMAGE,
-       directory: Path | None = None, say=print) -> dict:
-    """Start the classroom (or say where it runs). Returns its state: url, pid, token, dir."""
+       directory: Path | None = None, language: str = "en", say=print) -> dict:
+    """Start the classroom (or say where it runs). Returns its state: url, pid, token, dir. ``language``: the class's,
+    "en" or "zh" (Simplified Chinese: each server opens on zh/notebooks/00_setup.ipynb, and the labs handed out are
+    zh/labs/, graded as the English are)."""
     directory = state_dir(directory)
     saved = _saved(directory)
     if _hub_running(saved):
@@ -193,7 +195,7 @@ def up(roster: Path, *, teacher: str = "teacher", ip: str = "0.0.0.0", port: int
                    "STREAMLAB_CLASSROOM_PORT": str(port), "STREAMLAB_CLASSROOM_HUB_IP": gateway,
                    "STREAMLAB_CLASSROOM_TOKEN": token, "STREAMLAB_CLASSROOM_IMAGE": image,
                    "STREAMLAB_CLASSROOM_MEMORY": memory, "STREAMLAB_CLASSROOM_CPUS": str(cpus),
-                   "STREAMLAB_CLASSROOM_COURSE": str(project_root())}
+                   "STREAMLAB_CLASSROOM_COURSE": str(project_root()), "STREAMLAB_CLASSROOM_LANGUAGE": language}
     hub = shutil.which("jupyterhub", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     if not hub:
         raise ClassroomError("JupyterHub is not installed here: pip install -r requirements.txt")
@@ -208,7 +210,7 @@ def up(roster: Path, *, teacher: str = "teacher", ip: str = "0.0.0.0", port: int
             tail = (directory / "hub.log").read_text(errors="replace")[-2500:]
             raise ClassroomError(f"JupyterHub did not start (its log, {directory / 'hub.log'}, ends):\n{tail}")
         time.sleep(0.5)
-    saved = {"url": url, "pid": process.pid, "token": token, "teacher": teacher, "port": port,
+    saved = {"url": url, "pid": process.pid, "token": token, "teacher": teacher, "port": port, "language": language,
              "since": time.strftime("%Y-%m-%d %H:%M:%S"), "dir": str(directory)}
     (directory / "state.json").write_text(json.dumps(saved))
     os.chmod(directory / "state.json", 0o600)
@@ -262,6 +264,7 @@ class Hub:
         if not _hub_running(saved):
             raise ClassroomError("the classroom is not running: start it with `streamlab classroom up`")
         self.url, self.token, self.teacher = saved["url"], saved["token"], saved["teacher"]
+        self.language = saved.get("language", "en")  # the class's: the labs it hands out
 
     def request(self, method: str, path: str, body: dict | None = None, timeout: float = 60):
         data = None if body is None else json.dumps(body).encode()
@@ -374,8 +377,9 @@ class ServerKernel:
         self.ws.close()
 
 
-def released_lab(lab: str) -> Path:
-    path = project_root() / "labs" / lab / f"{lab}.ipynb"
+def released_lab(lab: str, language: str = "en") -> Path:
+    """The lab as students get it: labs/LAB/LAB.ipynb, or in Chinese zh/labs/LAB/LAB.ipynb (the same cells)."""
+    path = project_root() / ("zh/labs" if language == "zh" else "labs") / lab / f"{lab}.ipynb"
     if not path.is_file():
         raise ClassroomError(f"there is no released lab {path}: `streamlab release-labs` writes labs/")
     return path
@@ -385,7 +389,7 @@ def hand_out(lab: str, *, directory: Path | None = None, say=print) -> dict[str,
     """The released lab into ``labs/LAB/LAB.ipynb`` of every running student's server; a file the student
     already has is left as it is. Returns {student: what happened}."""
     hub = Hub(directory)
-    notebook = json.loads(released_lab(lab).read_text())
+    notebook = json.loads(released_lab(lab, hub.language).read_text())
     done = {}
     for name in hub.running():
         if name == hub.teacher:

@@ -5,6 +5,7 @@ import json
 import os
 
 from streamlab.classroom import CLASS_PORT, KAFKA_ALIAS, KAFKA_CONTAINER, NETWORK
+from streamlab.stack.jupyter import START_PAGES
 
 c = get_config()  # noqa: F821 - JupyterHub's loader defines it
 env = os.environ.get
@@ -49,13 +50,15 @@ c.DockerSpawner.volumes = {"streamlab-classroom-work-{username}": "/home/student
                            os.path.join(env("STREAMLAB_CLASSROOM_COURSE"), "notebooks"):
                                {"bind": "/course/notebooks", "mode": "ro"},
                            os.path.join(env("STREAMLAB_CLASSROOM_COURSE"), "streamlab"):
-                               {"bind": "/course/streamlab", "mode": "ro"}}
+                               {"bind": "/course/streamlab", "mode": "ro"},
+                           os.path.join(env("STREAMLAB_CLASSROOM_COURSE"), "zh", "notebooks"):
+                               {"bind": "/course/zh/notebooks", "mode": "ro"}}
 c.DockerSpawner.mem_limit = env("STREAMLAB_CLASSROOM_MEMORY").upper()  # "3G": JupyterHub's byte sizes
 c.DockerSpawner.cpu_limit = float(env("STREAMLAB_CLASSROOM_CPUS"))
 c.DockerSpawner.extra_host_config = {"pids_limit": 2048}
 c.DockerSpawner.start_timeout = 180
 c.DockerSpawner.http_timeout = 180
-c.Spawner.default_url = "/lab/tree/notebooks/00_setup.ipynb"
+c.Spawner.default_url = START_PAGES[env("STREAMLAB_CLASSROOM_LANGUAGE") or "en"]  # lesson 00, in the class's language
 c.Spawner.poll_interval = 15  # how soon the hub sees a server that died (JupyterHub's default: 30 s)
 
 

@@ -106,6 +106,8 @@ def test_three_students_start_through_the_hub(classroom):
                                         text=True, check=True).stdout)[0]["HostConfig"]
     assert inspect["Memory"] == 3 * 2**30, "each server has its memory limit"
     assert inspect["NanoCpus"] == 10**9 or inspect["CpuQuota"] == inspect["CpuPeriod"] > 0, "and one CPU"
+    status, lesson = classroom["hub"].contents("alice", "zh/notebooks/00_setup.ipynb")
+    assert status == 200 and lesson["content"]["metadata"]["streamlab"]["language"] == "zh", "the course in Chinese too"
 
 
 def test_lesson_01_runs_in_three_servers_at_once(classroom):

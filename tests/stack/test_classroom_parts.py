@@ -6,15 +6,18 @@ from __future__ import annotations
 import secrets
 import socket
 import threading
+from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.parser import KafkaProtocol
+from traitlets.config import Config
 
 from streamlab.classroom import admit, hub, student
 from streamlab.grading.sandbox.tenancy import Principal, sandbox_servers
+from streamlab.stack.paths import project_root
 
 
 def test_a_roster_names_each_student_once_in_names_kafka_and_docker_take(tmp_path):
@@ -38,6 +41,32 @@ def test_up_names_a_busy_port_before_starting_anything(tmp_path):
         with pytest.raises(hub.ClassroomError, match=f"port {port} .*--port"):
             hub.up(roster, ip="127.0.0.1", port=port, directory=tmp_path / "state", say=lambda _: None)
     assert not (tmp_path / "state").exists(), "nothing was made"
+
+
+def test_a_class_in_chinese_opens_on_the_chinese_lesson_and_hands_out_the_chinese_lab(tmp_path, monkeypatch):
+    """The hub's config, read as JupyterHub reads it, for a class in each language; and the lab each hands out."""
+    config_file = Path(hub.CONFIG)
+    roster = tmp_path / "roster.txt"
+    roster.write_text("alice\nteacher\n")
+    urls = {}
+    for language in ("en", "zh"):
+        config = Config()
+        env = {"STREAMLAB_CLASSROOM_DIR": str(tmp_path), "STREAMLAB_CLASSROOM_ROSTER": str(roster),
+               "STREAMLAB_CLASSROOM_TEACHER": "teacher", "STREAMLAB_CLASSROOM_IP": "127.0.0.1",
+               "STREAMLAB_CLASSROOM_PORT": "8000", "STREAMLAB_CLASSROOM_HUB_IP": "127.0.0.1",
+               "STREAMLAB_CLASSROOM_TOKEN": "x", "STREAMLAB_CLASSROOM_IMAGE": "image",
+               "STREAMLAB_CLASSROOM_MEMORY": "3g", "STREAMLAB_CLASSROOM_CPUS": "1",
+               "STREAMLAB_CLASSROOM_COURSE": str(project_root()), "STREAMLAB_CLASSROOM_LANGUAGE": language}
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        exec(compile(config_file.read_text(), str(config_file), "exec"), {"get_config": lambda c=config: c})
+        urls[language] = config.Spawner.default_url
+        mounted = {spec["bind"] for spec in config.DockerSpawner.volumes.values() if isinstance(spec, dict)}
+        assert "/course/zh/notebooks" in mounted
+    assert urls == {"en": "/lab/tree/notebooks/00_setup.ipynb", "zh": "/lab/tree/zh/notebooks/00_setup.ipynb"}
+    lab = "lab01_stateless_vs_stateful"
+    assert hub.released_lab(lab, "zh") == project_root() / "zh" / "labs" / lab / f"{lab}.ipynb"
+    assert hub.released_lab(lab).parent.parent == project_root() / "labs"
 
 
 def test_submit_copies_the_lab_with_its_time_and_says_what_was_handed_out(tmp_path):
