@@ -501,12 +501,12 @@ def test_the_chinese_lab_is_graded_as_the_english_one(lab, kafka_bootstrap, tmp_
         cells = [{c.grade_id: c.score for c in result.cells} for result in results]
         checks = [{c.name: c.passed for c in result.checks} for result in results]
         assert cells[0] == cells[1] and checks[0] == checks[1], (english, cells, checks)
-    # its feedback shows the lab's text (nbgrader puts the locked cells back from a Chinese template) and the grader's
-    # own words in Chinese; the English twin's stay English
+    # its feedback shows the lab's text (nbgrader puts the locked cells back from a Chinese template), nbgrader's words
+    # and the grader's own in Chinese; the English twin's stay English
     title = translations.read_blocks(translations.translation_of(ROOT / "solutions" / lab / f"{lab}.ipynb"))
     title = next(iter(title.values())).text.splitlines()[0].lstrip("# ").strip()   # "实验 05 — ..."
-    for student, said, not_said in (("f_blank_zh", ["评分器的检查", title], "Checked by the grader"),
-                                    ("f_blank", ["Checked by the grader"], title)):
+    for student, said, not_said in (("f_blank_zh", ["评分器的检查", title, "得分："], "Checked by the grader"),
+                                    ("f_blank", ["Checked by the grader", "Score:"], title)):
         page = html.unescape(Path(_result(graded, student).feedback).read_text(encoding="utf-8"))
         assert all(words in page for words in said) and not_said not in page, (student, said)
 

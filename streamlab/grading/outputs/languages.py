@@ -4,7 +4,9 @@ check's detail and Python's errors stay as they were written; the grader's fixed
 the self-check's report) are said in the notebook's language."""
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from .results import Outcome, Status
 
@@ -97,6 +99,42 @@ STATUS_EXPLANATIONS_IN_CHINESE = {
                   "磁盘），所以被停止，无法评分。实验的参考答案只用了每一项的一小部分。",
     Status.ERROR: "评分器在处理你的提交时出错了，原因不在你。你的老师已经得到通知，会重新评分。",
 }
+
+# nbgrader's feedback template's own words (its score lines, its labels), as a Chinese page says them: the template is
+# made from the installed nbgrader's own (``chinese_feedback_template``), so it follows nbgrader's version
+FEEDBACK_TEMPLATE_IN_CHINESE = [
+    ("<html>", '<html lang="zh-Hans">'), ("Score: ", "得分："), (">Test cell<", ">测试单元格<"),
+    (">Coding free-response<", ">编程作答<"), (">Written response<", ">书面作答<"), (">Task<", ">任务<"),
+    (">Comment<", ">评语<"), ("Late submission penalty", "迟交扣分"), ("(Top)", "（回到顶部）"),
+    ("Student's answer", "你的答案"), ("Student's task", "你的任务"), ("Grade cell: ", "评分单元格："),
+    ("Task: <code>", "任务：<code>"), ("<b>Comments:</b>", "<b>评语：</b>"),
+]
+FEEDBACK_TEMPLATE = "feedback_zh"
+
+
+def nbgrader_feedback_template() -> Path:
+    """nbgrader's own feedback template (the page generate_feedback writes)."""
+    import nbgrader
+
+    return Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates" / "feedback"
+
+
+def chinese_feedback_template(folder: Path) -> bool:
+    """nbgrader's feedback template with its words in Chinese, written as ``folder``/feedback_zh/ (a template folder
+    for nbconvert's ``extra_template_basedirs``); False, and nothing written, when the installed nbgrader's template
+    does not hold every word (a new nbgrader: its pages stay English until the table follows)."""
+    english = nbgrader_feedback_template()
+    text = (english / "index.html.j2").read_text(encoding="utf-8")
+    if not all(word in text for word, _ in FEEDBACK_TEMPLATE_IN_CHINESE):
+        return False
+    for word, chinese in FEEDBACK_TEMPLATE_IN_CHINESE:
+        text = text.replace(word, chinese)
+    target = Path(folder) / FEEDBACK_TEMPLATE
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "index.html.j2").write_text(text, encoding="utf-8")
+    (target / "conf.json").write_text(json.dumps(json.loads((english / "conf.json").read_text())), encoding="utf-8")
+    return True
+
 
 # A notebook of the course in Chinese says so in its metadata, as ``translations.in_chinese`` writes it
 _CHINESE = re.compile(rb'"streamlab"\s*:\s*\{\s*"language"\s*:\s*"zh"\s*\}')

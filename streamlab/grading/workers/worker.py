@@ -31,6 +31,7 @@ from pathlib import Path
 from .. import bounds
 from ..labs import nbgrader_config, run_converter
 from ..outputs.feedback import inert_feedback_pages
+from ..outputs.languages import FEEDBACK_TEMPLATE, chinese_feedback_template
 from ..outputs.results import CellGrade, CheckResult, Status, WorkerReport
 from ..outputs.verdicts import summary_detail
 from ..sandbox.box import Sandbox, kernel_output, output_tail, untrusted_folder
@@ -258,6 +259,10 @@ def _generate_feedback(config, lab: str, student: str, verdicts: list[CheckResul
 
     if verdicts:
         with_checks_block(config, verdicts, language)
+    templates = Path(config.CourseDirectory.root) / ".feedback-templates"
+    if language == "zh" and chinese_feedback_template(templates):  # nbgrader's page, its words in Chinese
+        config.HTMLExporter.template_name = FEEDBACK_TEMPLATE
+        config.HTMLExporter.extra_template_basedirs = [str(templates)]
     feedback = run_converter(GenerateFeedback, config, assignment=lab, student=student, force=True)
     if not feedback["success"]:
         sys.stderr.write(feedback.get("error", ""))

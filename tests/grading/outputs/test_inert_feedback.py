@@ -382,3 +382,19 @@ def test_the_checks_block_is_a_feedback_step_and_stays_the_graders(tmp_path):
     tags = Tags(page)
     assert ("svg", True) in {(tag, body) for tag, _, body in tags.tags}, "the state trace is drawn"
     assert not [s for s in tags.scripts if "pwned" in s] and "&lt;script&gt;document.title" in page
+
+
+def test_a_chinese_notebooks_feedback_page_says_nbgraders_words_in_chinese(tmp_path):
+    """nbgrader's own feedback template, its words in Chinese, made from the installed nbgrader's: every word of the
+    table is still in it (a new nbgrader that changed one fails here, and its pages would stay English)."""
+    from streamlab.grading.outputs.languages import FEEDBACK_TEMPLATE, chinese_feedback_template
+
+    assert chinese_feedback_template(tmp_path / "templates")
+    config = nbgrader_config(tmp_path / "course")
+    config.HTMLExporter.template_name = FEEDBACK_TEMPLATE
+    config.HTMLExporter.extra_template_basedirs = [str(tmp_path / "templates")]
+    test = v4.new_code_cell("assert True", metadata={"nbgrader": {"grade": True, "grade_id": "test_a", "points": 2,
+                                                                   "solution": False, "locked": True}})
+    page = nbgrader_page(v4.new_notebook(cells=[v4.new_markdown_cell("# 实验 01"), test]), tmp_path, config=config)
+    assert '<html lang="zh-Hans">' in page and "得分：1.0 / 2.0" in page and ">测试单元格<" in page
+    assert "Score:" not in page and "Test cell" not in page
