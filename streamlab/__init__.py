@@ -56,7 +56,8 @@ from .lessons.events import (
 from .lessons.runs import WAIT_S, Run, catch_up, error_class, latest, progress_table, run_to_end
 from .lessons.streams import BatchCollector, kafka_stream, kafka_table, write_batch_to_topic
 from .lessons.watch import StateWatch, watch
-from .stack.doctor import diagnose
+from .stack.doctor import diagnose, in_chinese
+from .stack.jupyter import notebook_language
 from .stack.kafka import bootstrap_servers, delete_topic, end_offsets, list_topics, new_topic, produce, read_topic
 from .stack.session import spark, stop_all_queries
 
@@ -85,8 +86,11 @@ explain = _mistakes.explain
 _mistakes.install()
 
 
-def doctor(*, with_spark: bool = True):
-    """What ``streamlab doctor`` finds, as a pandas DataFrame (one row per finding)."""
+def doctor(*, with_spark: bool = True, language: str | None = None):
+    """What ``streamlab doctor`` finds, as a pandas DataFrame (one row per finding), in ``language`` ("en", "zh"): by
+    default the notebook's, Chinese in the course in Chinese (JupyterLab tells the kernel its notebook's path)."""
     import pandas as pd
 
-    return pd.DataFrame([c.__dict__ for c in diagnose(with_spark=with_spark)])
+    language = language or notebook_language()
+    findings = diagnose(with_spark=with_spark)
+    return pd.DataFrame([(in_chinese(f) if language == "zh" else f).__dict__ for f in findings])

@@ -34,6 +34,13 @@ def course_language(env: dict[str, str] | None = None) -> str:
     return "zh" if locale.lower().startswith("zh") else "en"
 
 
+def notebook_language(env: dict[str, str] | None = None) -> str:
+    """The language of the notebook this kernel runs, as far as the kernel can tell: "zh" when JupyterLab started it
+    for a notebook of the course in Chinese (``JPY_SESSION_NAME``, the notebook's path, under zh/), else "en"."""
+    path = (os.environ if env is None else env).get("JPY_SESSION_NAME", "")
+    return "zh" if "/zh/" in "/" + path.replace("\\", "/") else "en"
+
+
 def lab_environment(instructor: bool = False, env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment JupyterLab runs with: ``env`` (default: this process's), plus, for a learner,
     the course's learner configuration first on ``JUPYTER_CONFIG_PATH``."""

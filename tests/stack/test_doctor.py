@@ -56,6 +56,22 @@ def test_report_in_chinese_names_this_machines_values_and_the_fix():
     ]
 
 
+def test_sl_doctor_in_a_chinese_notebook_speaks_chinese(monkeypatch):
+    """In a notebook of the course in Chinese (JupyterLab gives the kernel its path), ``sl.doctor()``'s table says
+    the findings in Chinese; elsewhere in English."""
+    import streamlab as sl
+
+    found = [Finding("port 9092", True, "free"), Finding("kafka broker", False, "x", "Run `streamlab kafka start`.")]
+    monkeypatch.setattr(sl, "diagnose", lambda with_spark: found)
+    monkeypatch.setenv("JPY_SESSION_NAME", "zh/notebooks/00_setup.ipynb")
+    table = sl.doctor(with_spark=False)
+    assert list(table["name"]) == ["端口 9092", "Kafka broker"] and list(table["detail"]) == ["空闲", "x"]
+    assert table["fix"][1] == "请运行 `streamlab kafka start`。"
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/00_setup.ipynb")
+    assert list(sl.doctor(with_spark=False)["name"]) == ["port 9092", "kafka broker"]
+    assert list(sl.doctor(with_spark=False, language="zh")["name"])[0] == "端口 9092"
+
+
 # what the doctor passes on as it got it: a broker's answer, an error a library raised
 SAID_AS_IT_CAME = {"{}: {}", "{}"}
 
