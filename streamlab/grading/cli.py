@@ -11,6 +11,7 @@ from .gradescope import VISIBILITY, package
 from .gradescope import run as run_gradescope
 from .labs import GradingError, release_labs, resolve_lab
 from .outputs.exports import export_table, left_out, not_graded, to_csv
+from .outputs.languages import SELF_CHECK, language_of_bytes
 from .outputs.results import Status, write_csv
 from .outputs.roster import match, read_roster
 from .outputs.summary import load_results, write_summary
@@ -19,7 +20,7 @@ from .run.grader import Grader
 from .run.merge import merge
 from .run.runinfo import describe_runs, read_runs
 from .run.shards import WHOLE, Shard, select
-from .run.submissions import find_submissions
+from .run.submissions import SubmissionRefused, find_submissions, read_submitted_file
 from .sandbox.box import not_enforced_here
 from .sandbox.limits import Limits
 from .selfcheck import format_report, run_selfcheck
@@ -100,8 +101,11 @@ def cmd_release(args) -> int:
 
 
 def cmd_check(args) -> int:
-    print(f"Running a copy of {args.notebook} from the top in a fresh kernel, as the grader will "
-          f"(your file is not changed) ...", flush=True)
+    try:  # the notebook's language, for the words before its report (the report reads it again, checked)
+        language = language_of_bytes(read_submitted_file(Path(args.notebook)))
+    except (SubmissionRefused, OSError):
+        language = "en"
+    print(SELF_CHECK[language]["running"].format(notebook=args.notebook), flush=True)
     try:
         result = run_selfcheck(Path(args.notebook), timeout_s=args.timeout, cell_timeout_s=args.cell_timeout,
                                hidden_checks=args.hidden_checks)

@@ -18,6 +18,7 @@ import threading
 import time
 import unicodedata
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -242,6 +243,24 @@ def test_a_notebook_the_grader_refuses_is_refused_here_too(tmp_path):
     assert (result.status, result.exit_code, result.parts) == ("invalid notebook", 2, []), result
     grade_id = test.metadata.nbgrader["grade_id"]
     assert f"the lab's test cell {grade_id!r} has solution: true (the lab's: false)" in format_report(result)
+
+
+def test_a_chinese_notebook_is_told_in_chinese_from_the_first_line(tmp_path, monkeypatch, capsys):
+    """`streamlab check` on a lab of the course in Chinese: the line before the run and the report are in Chinese,
+    the grader's reason (a flag the learner changed) as the grader says it."""
+    from streamlab.grading.cli import cmd_check
+
+    nb = nbformat.read(ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
+    test.metadata.nbgrader["solution"] = True
+    path = tmp_path / f"{LAB}.ipynb"
+    nbformat.write(nb, path)
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:1")  # nothing answers there: nothing may run
+    args = SimpleNamespace(notebook=str(path), timeout=60.0, cell_timeout=None, hidden_checks=False)
+    assert cmd_check(args) == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("正在一个全新的内核中从头运行") and lines[1].startswith("自检 ")
+    assert any(line.startswith("无法检查：") and "has solution: true" in line for line in lines), lines
 
 
 def test_the_command_uses_the_graders_limits():

@@ -20,6 +20,8 @@ OUTCOME_IN_CHINESE = {Outcome.PASSED: "通过", Outcome.FAILED: "未通过", Out
 # ``streamlab check``'s report (``selfcheck.format_report``)
 SELF_CHECK = {
     "en": {
+        "running": "Running a copy of {notebook} from the top in a fresh kernel, as the grader will (your file is not "
+                   "changed) ...",
         "title": "Self-check of {notebook} ({seconds:.0f} s{limits}; {scope})",
         "limits": "limits: {whole:g} s in all, {cell:g} s per cell", "then": "; ",
         "scope_checks": "tests and hidden checks, from solutions/", "scope_visible": "visible tests only",
@@ -36,6 +38,7 @@ SELF_CHECK = {
                 "results it computes itself, so passing here is needed for full marks but does not promise them.",
     },
     "zh": {
+        "running": "正在一个全新的内核中从头运行 {notebook} 的一份副本，和评分器的做法一样（你的文件不会被修改）……",
         "title": "自检 {notebook}（{seconds:.0f} 秒{limits}；{scope}）",
         "limits": "时间限制：总共 {whole:g} 秒，每个单元格 {cell:g} 秒", "then": "；",
         "scope_checks": "测试和隐藏检查，来自 solutions/", "scope_visible": "只有可见的测试",
