@@ -36,9 +36,10 @@ def course_language(env: dict[str, str] | None = None) -> str:
 
 def notebook_language(env: dict[str, str] | None = None) -> str:
     """The language of the notebook this kernel runs, as far as the kernel can tell: "zh" when JupyterLab started it
-    for a notebook of the course in Chinese (``JPY_SESSION_NAME``, the notebook's path, under zh/), else "en"."""
-    path = (os.environ if env is None else env).get("JPY_SESSION_NAME", "")
-    return "zh" if "/zh/" in "/" + path.replace("\\", "/") else "en"
+    for a notebook of the course in Chinese (``JPY_SESSION_NAME``, the notebook's path, in zh/notebooks/ or
+    zh/labs/), else "en"."""
+    parts = Path((os.environ if env is None else env).get("JPY_SESSION_NAME", "").replace("\\", "/")).parts
+    return "zh" if any(pair in (("zh", "notebooks"), ("zh", "labs")) for pair in zip(parts, parts[1:])) else "en"
 
 
 def lab_environment(instructor: bool = False, env: dict[str, str] | None = None) -> dict[str, str]:
