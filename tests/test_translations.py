@@ -134,18 +134,19 @@ def test_links_lead_to_the_chinese_text_or_the_english_one():
 def test_the_self_check_compares_a_chinese_lab_with_the_chinese_lab():
     """`streamlab check` on a lab in Chinese names no locked cell as changed (it compared it with the English lab, and
     told the learner every translated instruction was a change of theirs); a learner's edit of one is still named."""
+    from streamlab.grading.outputs.languages import language_of_bytes
     from streamlab.grading.selfcheck import changed_locked_cells, find_released, in_its_language
 
     for lab in sorted(p.name for p in (ROOT / "zh" / "labs").iterdir()):
         path = ROOT / "zh" / "labs" / lab / f"{lab}.ipynb"
         mine = nbformat.read(path, as_version=4)
-        released = find_released(path, mine)
+        released, language = find_released(path, mine), language_of_bytes(path.read_bytes())
         assert released == ROOT / "labs" / lab / f"{lab}.ipynb", "graded from the English lab"
-        assert in_its_language(released, mine) == path
-        assert changed_locked_cells(mine, nbformat.read(in_its_language(released, mine), as_version=4)) == []
+        assert in_its_language(released, language) == path
+        assert changed_locked_cells(mine, nbformat.read(in_its_language(released, language), as_version=4)) == []
     locked = next(c for c in mine.cells if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("locked"))
     locked.source += "\n我的笔记"
-    notes = changed_locked_cells(mine, nbformat.read(in_its_language(released, mine), as_version=4))
+    notes = changed_locked_cells(mine, nbformat.read(in_its_language(released, language), as_version=4))
     assert [n.split(":")[0] for n in notes] == [locked.metadata.nbgrader.grade_id]
 
 

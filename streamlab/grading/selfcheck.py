@@ -36,7 +36,6 @@ import secrets
 import shutil
 import tempfile
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from ..lessons.mistakes import learner_message
 from ..stack import translations
 from . import bounds
 from .labs import GradingError, labs_dir, nbgrader_config, solutions_dir
-from .outputs.languages import SELF_CHECK, language_of, said
+from .outputs.languages import SELF_CHECK, language_of_bytes, said
 from .outputs.results import CheckResult, Outcome, Status, WorkerReport
 from .run.grader import Grader
 from .run.submissions import Submission, SubmissionRefused, check_notebook_bytes, read_submitted_file
@@ -220,11 +219,11 @@ def find_released(path: Path, nb) -> Path | None:
     return best
 
 
-def in_its_language(released: Path, nb) -> Path:
-    """The released lab in ``nb``'s language, to compare its cells with: zh/labs/<lab>/ for a lab in Chinese (its
-    locked markdown is the Chinese text, not a change of the learner's), else ``released``. The course is graded
-    from the English lab either way: the cells the grader runs are the same."""
-    if language_of(nb) == translations.LANGUAGE:
+def in_its_language(released: Path, language: str) -> Path:
+    """The released lab in ``language`` (the notebook's), to compare its cells with: zh/labs/<lab>/ for a lab in
+    Chinese (its locked markdown is the Chinese text, not a change of the learner's), else ``released``. The course is
+    graded from the English lab either way: the cells the grader runs are the same."""
+    if language == translations.LANGUAGE:
         chinese = translations.target_of(released)
         if chinese.is_file():
             return chinese
@@ -276,9 +275,9 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOU
     if problem:
         return SelfCheck(str(notebook), Status.INVALID, detail=problem)
     nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-    language = language_of(nb)
+    language = language_of_bytes(data)  # as the grader reads it
     path = find_released(notebook, nb)
-    released = nbformat.read(in_its_language(path, nb), as_version=4) if path else None
+    released = nbformat.read(in_its_language(path, language), as_version=4) if path else None
     notes = changed_locked_cells(nb, released) if path and path.resolve() != notebook.resolve() else []
     if path is None:
         notes.append(f"no released lab in {labs_dir()} shares this notebook's cells: its test cells run as they are")
@@ -397,8 +396,9 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
         if len(text) > message_width:
             text = text[: message_width - 3] + "..."
         rows.append([part.grade_id, _points(part.points), text, part.cell])
-    widths = [max(_width(row[i]) for row in rows) for i in range(4)]
-    lines += ["  ".join(c + " " * (w - _width(c)) for c, w in zip(row, widths)).rstrip() for row in rows]
+    widths = [max(translations.display_width(row[i]) for row in rows) for i in range(4)]
+    lines += ["  ".join(c + " " * (w - translations.display_width(c)) for c, w in zip(row, widths)).rstrip()
+              for row in rows]
     if result.checks:
         lines += ["", words["checks"]]
         lines += [f"  {c.name}: {said(c.outcome, language)}" + ("" if c.passed else f": {c.detail}")
@@ -418,7 +418,3 @@ def format_report(result: SelfCheck, message_width: int = 90) -> str:
         lines.append(words["more"])
     return "\n".join(lines)
 
-
-def _width(text: str) -> int:
-    """Columns ``text`` takes in a terminal: a Chinese character takes two."""
-    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

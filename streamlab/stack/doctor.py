@@ -15,6 +15,7 @@ from .java import JAVA_FIX, SUPPORTED_JAVA, find_java, java_version, missing_jav
 from .make_archives import states as archive_states
 from .pins import pinned_version
 from .session import spark as get_spark
+from .translations import display_width
 
 
 @dataclass
@@ -139,17 +140,13 @@ def report(findings: list[Finding], language: str = "en") -> str:
     """The findings as ``streamlab doctor`` prints them, in ``language`` ("en", or "zh": ``in_chinese``)."""
     if language == "zh":
         findings = [in_chinese(f) for f in findings]
-    width = max(_width(c.name) for c in findings)
+    width = max(display_width(c.name) for c in findings)
     lines = []
     for c in findings:
-        lines.append(f"{'ok ' if c.ok else 'FAIL'} {c.name}{' ' * (width - _width(c.name))}  {c.detail}")
+        lines.append(f"{'ok ' if c.ok else 'FAIL'} {c.name}{' ' * (width - display_width(c.name))}  {c.detail}")
         if c.fix:  # a failure's fix, or advice on what is fine
             lines.append(f"     {' ' * width}  -> {c.fix}")
     return "\n".join(lines)
-
-
-def _width(text: str) -> int:
-    return sum(2 if "\u4e00" <= char <= "\u9fff" else 1 for char in text)
 
 
 # -- in Chinese (streamlab doctor --language zh, or a Chinese locale) ---------------------------------------------

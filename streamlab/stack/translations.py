@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,11 @@ NAME = "简体中文"
 CELL = re.compile(r"^<!-- cell (\S+) · en ([0-9a-f]{12}) -->$")
 WHOLE = re.compile(r"^<!-- (\S+) in Simplified Chinese · en ([0-9a-f]{12}) -->$")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in a terminal: a Chinese character (and any other wide one) takes two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 def english_hash(text: str) -> str:

@@ -150,13 +150,6 @@ def language_of_bytes(data: bytes) -> str:
     return "zh" if _CHINESE.search(data) else "en"
 
 
-def language_of(nb) -> str:
-    """The language a notebook of the course is in: "zh" for the course in Chinese, else "en"."""
-    metadata = nb.get("metadata", {}) if isinstance(nb, dict) else {}
-    course = metadata.get("streamlab") if isinstance(metadata, dict) else None
-    return "zh" if isinstance(course, dict) and course.get("language") == "zh" else "en"
-
-
 def said(word: Status | Outcome | str, language: str) -> str:
     """A status or an outcome as the grader says it in ``language`` (anything else as it is)."""
     if language == "zh":
