@@ -32,6 +32,7 @@ from pathlib import Path
 
 from websocket import create_connection
 
+from ..stack import translations
 from ..stack.docker_images import COURSE_IMAGE
 from ..stack.paths import data_dir, project_root
 from . import ADMIN_SERVERS, CLASS_PORT, KAFKA_ALIAS, KAFKA_CONTAINER, NAME_PATTERN, NETWORK
@@ -379,7 +380,9 @@ class ServerKernel:
 
 def released_lab(lab: str, language: str = "en") -> Path:
     """The lab as students get it: labs/LAB/LAB.ipynb, or in Chinese zh/labs/LAB/LAB.ipynb (the same cells)."""
-    path = project_root() / ("zh/labs" if language == "zh" else "labs") / lab / f"{lab}.ipynb"
+    path = project_root() / "labs" / lab / f"{lab}.ipynb"
+    if language == translations.LANGUAGE:
+        path = translations.target_of(path)
     if not path.is_file():
         raise ClassroomError(f"there is no released lab {path}: `streamlab release-labs` writes labs/")
     return path
