@@ -52,7 +52,8 @@ def make_chinese_template(template: Path, lab: str, source: Path) -> bool:
     for notebook, key in zip(notebooks, keys, strict=True):
         data = translations.in_chinese(json.loads(notebook.read_text(encoding="utf-8")), key)
         (chinese / notebook.name).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-    make_template(template, lab, chinese)
+    make_template(template, lab, chinese)  # it copies the notebooks into the template: this copy is done with
+    shutil.rmtree(chinese, ignore_errors=True)
     return True
 
 
