@@ -26,7 +26,7 @@ import yaml
 
 from streamlab import grading
 from streamlab.grading import bounds
-from streamlab.grading.outputs.languages import language_of
+from streamlab.grading.outputs.languages import language_of_bytes
 from streamlab.grading.outputs.results import Outcome, Status
 from streamlab.grading.selfcheck import (
     SelfCheck,
@@ -196,8 +196,8 @@ def test_the_table():
 
 def test_the_table_in_the_notebooks_language():
     """A lab of the course in Chinese gets its report in Chinese: the grader's words, not the learner's or Python's."""
-    assert language_of(nbformat.read(ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb", as_version=4)) == "zh"
-    assert language_of(nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", as_version=4)) == "en"
+    assert language_of_bytes((ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb").read_bytes()) == "zh"
+    assert language_of_bytes((ROOT / "labs" / LAB / f"{LAB}.ipynb").read_bytes()) == "en"
     result = SelfCheck("lab.ipynb", Status.TIMED_OUT, parts_of(_executed(), scores=SCORES, cell_timeout_s=300),
                        seconds=61, notes=["test_b: you changed this locked cell; the original is used"], language="zh",
                        limits="时间限制：总共 900 秒，每个单元格 300 秒")
@@ -227,18 +227,25 @@ def test_a_file_that_is_no_notebook_is_said_plainly(tmp_path):
     assert path.read_text() == "{ a broken download"
 
 
+def _a_test_cell_made_an_answer(lab: Path, tmp_path: Path):
+    """A copy of ``lab`` in ``tmp_path`` whose first test cell a learner made an answer cell and emptied (nbgrader puts
+    a locked cell's source back, not its flags); and that cell."""
+    nb = nbformat.read(lab, as_version=4)
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
+    test.metadata.nbgrader["solution"] = True
+    test.source = "pass  # my own test, always passing"
+    path = tmp_path / f"{LAB}.ipynb"
+    nbformat.write(nb, path)
+    return path, test
+
+
 def test_a_notebook_the_grader_refuses_is_refused_here_too(tmp_path):
     """The self-check is the grader built for one submission, so it refuses what `streamlab grade` refuses, before
     a cell runs: here a test cell made an answer cell and emptied (nbgrader puts a locked cell's source back, not
     its flags). The self-check that redid the grader's steps its own way never read the cells' flags: nbgrader's
     autograde failed on this notebook, and the learner read "grader error" and "this test cell is missing from your
     notebook" for a cell that is there, never what they changed."""
-    nb = nbformat.read(ROOT / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
-    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
-    test.metadata.nbgrader["solution"] = True
-    test.source = "pass  # my own test, always passing"
-    path = tmp_path / f"{LAB}.ipynb"
-    nbformat.write(nb, path)
+    path, test = _a_test_cell_made_an_answer(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path)
     result = run_selfcheck(path, bootstrap="127.0.0.1:1")  # nothing answers there: nothing may run
     assert (result.status, result.exit_code, result.parts) == ("invalid notebook", 2, []), result
     grade_id = test.metadata.nbgrader["grade_id"]
@@ -250,11 +257,7 @@ def test_a_chinese_notebook_is_told_in_chinese_from_the_first_line(tmp_path, mon
     the grader's reason (a flag the learner changed) as the grader says it."""
     from streamlab.grading.cli import cmd_check
 
-    nb = nbformat.read(ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
-    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code")
-    test.metadata.nbgrader["solution"] = True
-    path = tmp_path / f"{LAB}.ipynb"
-    nbformat.write(nb, path)
+    path, _ = _a_test_cell_made_an_answer(ROOT / "zh" / "labs" / LAB / f"{LAB}.ipynb", tmp_path)
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:1")  # nothing answers there: nothing may run
     args = SimpleNamespace(notebook=str(path), timeout=60.0, cell_timeout=None, hidden_checks=False)
     assert cmd_check(args) == 2
