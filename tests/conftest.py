@@ -258,8 +258,7 @@ def group_of(nodeid: str) -> tuple[float, str]:
     if module == "test_cluster.py":
         return 1, "cluster"
     # One grading run each, minutes long: started early, but after the other labs' runs, so that lab 01's robustness
-    # run (its last minutes: a hang waited out) has a busy run beside it, not the one-at-a-time hostile-data run
-    # (idle stretches of its own): together they left the machine at 10 % CPU for a minute.
+    # run (its last minutes: a hang waited out) has a busy run beside it, not the one-at-a-time hostile-data run.
     if module.startswith("test_grade_hostile"):
         return 1.2, path
     if module == "test_notebooks.py" and name.startswith(("test_notebook_runs", "test_setup_notebook_runs")):
