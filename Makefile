@@ -21,7 +21,7 @@ help:
 	@echo "            builds the site and checks it and the learner's JupyterLab in headless Chromium ($(LATE))"
 	@echo "make site   the course as a static website in build/site/ (lessons executed once: the notebook"
 	@echo "            tests keep theirs in build/executed/; only missing ones are executed here)"
-	@echo "make check  the fast tier (about two minutes on 2 cores, in parallel): every test except executing notebooks, grading"
+	@echo "make check  the fast tier (in parallel, about 2 min on 2 cores): every test except executing notebooks, grading"
 	@echo "            whole labs, the Spark cluster and the broker crash test; includes ruff"
 	@echo "            (-m 'not ($(HEAVY) or $(LATE) or $(DOCKER))')"
 	@echo "make labs   regenerate the student labs in labs/ from solutions/, and the course in Chinese (zh/)"

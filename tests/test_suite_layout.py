@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SLOW_MODULES, group_of
+from conftest import SLOW_MODULES, WAITING_MODULES, group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +33,14 @@ def test_slow_modules_go_before_the_rest_slowest_first():
     assert ranks == sorted(ranks) and 3 <= ranks[0] and ranks[-1] < 4
     assert group_of("tests/test_style.py::test_ruff_finds_nothing")[0] == 4
     assert all((ROOT / path).is_file() for path in SLOW_MODULES), "SLOW_MODULES names a test module that is gone"
+
+
+def test_modules_that_wait_go_after_the_grading_runs_and_before_the_lessons():
+    """A module that waits out a time limit is handed out while the grading runs still keep the CPU busy, never last."""
+    grading = group_of("tests/grading/test_grade_labs.py::test_x[lab02_keyed_state]")[0]
+    lessons = group_of("tests/test_notebooks.py::test_notebook_runs[01_stateless_vs_stateful]")[0]
+    assert all(grading < group_of(f"{path}::test_x")[0] < lessons for path in WAITING_MODULES)
+    assert all((ROOT / path).is_file() for path in WAITING_MODULES), "WAITING_MODULES names a test module that is gone"
 
 
 def test_every_test_that_uses_spark_and_only_those_run_on_the_spark_worker(request):
