@@ -49,11 +49,13 @@ def make_chinese_template(template: Path, lab: str, source: Path) -> bool:
         shutil.rmtree(chinese)
     shutil.copytree(source, chinese, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__",
                                                                     "hidden_checks.py"))
-    for notebook, key in zip(notebooks, keys, strict=True):
-        data = translations.in_chinese(json.loads(notebook.read_text(encoding="utf-8")), key)
-        (chinese / notebook.name).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-    make_template(template, lab, chinese)  # it copies the notebooks into the template: this copy is done with
-    shutil.rmtree(chinese, ignore_errors=True)
+    try:
+        for notebook, key in zip(notebooks, keys, strict=True):
+            data = translations.in_chinese(json.loads(notebook.read_text(encoding="utf-8")), key)
+            (chinese / notebook.name).write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+        make_template(template, lab, chinese)  # nbgrader copies the notebooks into the template
+    finally:
+        shutil.rmtree(chinese, ignore_errors=True)  # so the source copy is not needed afterwards, nor left on failure
     return True
 
 
