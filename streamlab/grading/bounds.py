@@ -56,8 +56,11 @@ KAFKA_PRODUCE_BYTES_PER_S = 20 * MB  # each principal's produce quota, the broke
 
 # -- How long the grader waits
 SUBMISSION_TIMEOUT_S = 900        # a whole submission, by default (``streamlab grade --timeout``)
-CHECKS_READY_WAIT_S = 300         # for the checks' Spark to start and answer (it starts while the notebook runs)
+CHECKS_READY_WAIT_S = 300         # for the checks to be ready after the notebook: Spark started and answering
 CHECKS_WAIT_S = 600               # for the checks to finish once the notebook has
+CHECKS_LOOK_EVERY_S = 0.5         # how often the checks look for a committed batch while the notebook runs
+CHECKS_LOOK_ENTRIES = 1_000       # checkpoint folders looked at each time (a lab makes at most 12); past it, the
+                                  # checks start their Spark as if one had committed
 BROKER_PROBE_S = 15               # for the broker to answer the grader's health probe
 ACL_WAIT_S = 30                   # at most, for the broker to show new ACLs (it takes milliseconds)
 

@@ -93,10 +93,11 @@ class Artifacts:
     topic of the run carries (``STREAMLAB_TOPIC_PREFIX``). Both default to this process's.
     """
 
-    def __init__(self, data: str | Path | None = None, topic_prefix: str | None = None, spark=None):
+    def __init__(self, data: str | Path | None = None, topic_prefix: str | None = None, spark=None,
+                 start_spark: Callable[[], object] = get_spark):
         self.data = Path(data) if data else data_dir()
         self.topic_prefix = os.environ.get("STREAMLAB_TOPIC_PREFIX", "") if topic_prefix is None else topic_prefix
-        self._spark = spark
+        self._spark, self._start_spark = spark, start_spark  # no Spark yet: started by the first check asking
         self.traces: list[dict] = []  # what trace_state drew during the check that runs now
 
     # -- the student's state beside the reference's, batch by batch
@@ -156,9 +157,14 @@ class Artifacts:
 
     # -- finding artifacts
     def spark(self):
+        """The checks' Spark session, started now if none was (``start_spark`` may raise ``RuntimeBroke``)."""
         if self._spark is None:
-            self._spark = get_spark()
+            self._spark = self._start_spark()
         return self._spark
+
+    @property
+    def spark_started(self) -> bool:
+        return self._spark is not None
 
     def checkpoint(self, name: str, *, committed: bool = True) -> Checkpoint:
         """The checkpoint the lab created with ``sl.new_checkpoint(name)``.
@@ -279,6 +285,8 @@ def run_checks(module, artifacts: Artifacts, broke=None) -> list[CheckResult]:
         artifacts.traces = []
         try:
             item.function(artifacts)
+        except RuntimeBroke:
+            raise  # the grader's own runtime (its Spark did not start): no verdict on the part
         except AssertionError as err:
             message = str(err).strip() or "a hidden check failed"
             result = CheckResult(item.name, list(item.cells), False, message.splitlines()[0][:300])

@@ -222,3 +222,32 @@ def test_every_bound_is_here():
                          "sandbox/kafka_requests.py: BROKER_DEFAULT_PARTITIONS"}, elsewhere  # a fact of the broker
     here = named_like_a_bound.findall(Path(bounds.__file__).read_text(encoding="utf-8"))
     assert {"KAFKA_TOPICS", "SUBMISSION_TIMEOUT_S", "TRACE_ROWS", "WORKER_MEMORY_MB", "NOTEBOOK_BYTES"} <= set(here)
+
+
+def test_the_checks_look_for_a_committed_batch_in_what_a_student_can_make_of_the_folder(tmp_path, monkeypatch):
+    """While the notebook runs, the checks' process looks in the student's data folder for a committed batch (its
+    Spark starts then): a look that opens no file, follows no link and stops after ``CHECKS_LOOK_ENTRIES`` folders,
+    whatever the student put there."""
+    import os
+
+    from streamlab.grading.workers.checks_runner import committed_batch_in
+
+    data = tmp_path / "data"
+    assert not committed_batch_in(data)                        # nothing yet
+    data.mkdir()
+    os.mkfifo(data / "checkpoints")                            # a FIFO where the folder goes: never opened
+    assert not committed_batch_in(data)
+    (data / "checkpoints").unlink()
+    ckpts = data / "checkpoints"
+    ckpts.mkdir()
+    (ckpts / "loop").symlink_to(ckpts)                         # a link back into itself, with commits through it
+    (ckpts / "elsewhere").symlink_to(_checkpoint(tmp_path / "not-the-students"))
+    (ckpts / "fifo-0a1b2c").mkdir()
+    os.mkfifo(ckpts / "fifo-0a1b2c" / "commits")               # commits as a FIFO
+    (ckpts / "empty-0a1b2c" / "commits").mkdir(parents=True)   # a query that started and committed nothing
+    assert not committed_batch_in(data)
+    monkeypatch.setattr(bounds, "CHECKS_LOOK_ENTRIES", 3)
+    assert committed_batch_in(data)                            # past the bound: the checks start Spark (as before)
+    monkeypatch.setattr(bounds, "CHECKS_LOOK_ENTRIES", 1_000)
+    (ckpts / "empty-0a1b2c" / "commits" / "0").write_text("v1\n{}\n")
+    assert committed_batch_in(data)                            # a committed batch

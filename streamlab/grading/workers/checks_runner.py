@@ -7,12 +7,20 @@ the checks run where that data can only hurt them: a fresh process and JVM per s
 limits (memory, disk, processes, CPU time), with a read-only view of the student's data folder. Whatever a
 crafted checkpoint does to this process, the next student gets a new one.
 
+Their Spark starts only when it will be needed: as soon as the student's data folder holds a checkpoint with a
+committed batch (``checkpoints/*/commits/*``), looked for while the notebook runs, so that Spark starts beside the
+notebook's work. Every state a check reads comes from such a checkpoint (``Artifacts.checkpoint`` refuses one
+without a committed batch before Spark is touched), so a blank, crashed or stopped submission costs no Spark at
+all. A check that asks for Spark anyway gets one then (``Artifacts.spark``).
+
 It talks to the worker in JSON lines on stdin and stdout; everything else it or its JVM prints goes to
 stderr (file descriptor 1 is pointed there for the JVM):
 
-    -> {"ready": true}                 Spark started and answered a query (the health check)
-       {"ready": false, "error": ...}  it could not start: not the student's doing
     <- go                              the student's kernel is gone: check what it left
+    -> {"ready": true, "spark": S}     the checks loaded; S: their Spark started and answered a query (the health
+                                       check), false when the student's data holds no committed batch
+       {"ready": false, "error": ...}  they could not start: not the student's doing (sent as soon as known,
+                                       even before ``go``)
     -> {"verdicts": [...]}             one per check: name, cells, passed, detail
        {"error": ...}                  the checks' runtime broke while checking: not the student's doing
 """
@@ -21,8 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 from ...stack.session import spark as get_spark
 from .. import bounds
@@ -72,6 +82,67 @@ def runtime_failure(err: BaseException) -> str | None:
     return None
 
 
+def committed_batch_in(data: Path) -> bool:
+    """Whether the student's data folder holds a checkpoint with a committed batch (``checkpoints/*/commits/*``),
+    which the checks will read with Spark. Looks at no more than ``bounds.CHECKS_LOOK_ENTRIES`` checkpoint folders
+    (past that: True, as if one had committed), follows no link among them and opens no file: the folder is the
+    student's, and changes while it is looked at."""
+    try:
+        with os.scandir(data / "checkpoints") as folders:
+            for seen, folder in enumerate(folders):
+                if seen >= bounds.CHECKS_LOOK_ENTRIES:
+                    return True
+                try:
+                    if not folder.is_dir(follow_symlinks=False):
+                        continue
+                    with os.scandir(os.path.join(folder.path, "commits")) as commits:
+                        if next(commits, None) is not None:
+                            return True
+                except OSError:
+                    continue
+    except OSError:
+        return False
+    return False
+
+
+def start_spark():
+    """(the checks' Spark, None) once it answered a query; (None, why not) otherwise."""
+    try:
+        session = get_spark(app_name="streamlab-hidden-checks")
+        problem = healthy(session)
+    except BaseException as err:  # noqa: BLE001 - reported, never raised past the protocol
+        return None, f"{type(err).__name__}: {str(err).strip()[:300]}"
+    return (None, problem) if problem else (session, None)
+
+
+def _started_or_broke():
+    """Spark for a check that asks for it when none was started before ``go``: a failed start is the runtime's."""
+    session, problem = start_spark()
+    if problem:
+        raise RuntimeBroke(f"the checks' Spark did not start: {problem}")
+    return session
+
+
+_pending = bytearray()
+
+
+def next_line(wait_s: float) -> str | None:
+    """The worker's next line on stdin, if one comes within ``wait_s`` (None if not yet); "" once stdin is closed."""
+    while b"\n" not in _pending:
+        ready, _, _ = select.select([0], [], [], wait_s)
+        if not ready:
+            return None
+        chunk = os.read(0, 4096)
+        if not chunk:
+            return ""
+        _pending.extend(chunk)
+        if len(_pending) > 4096:
+            return ""  # the worker only ever says "go"
+    line, _, rest = bytes(_pending).partition(b"\n")
+    _pending[:] = rest
+    return line.decode("utf-8", "replace").strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streamlab.grading.workers.checks_runner",
                                      description="Run a lab's hidden checks on one submission (started by the worker).")
@@ -91,30 +162,41 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         checks = load_checks(args.checks, args.sha256)
-        session = get_spark(app_name="streamlab-hidden-checks")
-        problem = healthy(session)
     except BaseException as err:  # noqa: BLE001 - reported, never raised past the protocol
-        problem = f"{type(err).__name__}: {str(err).strip()[:300]}"
-    if problem:
-        send({"ready": False, "error": problem})
+        send({"ready": False, "error": f"{type(err).__name__}: {str(err).strip()[:300]}"})
         return 1
-    send({"ready": True})
-
-    if sys.stdin.readline().strip() != "go":
+    data, session = Path(args.student_data), None
+    told = None
+    while told is None:  # until the worker says go (or goes away), looking for a committed batch
+        if session is None and committed_batch_in(data):
+            session, problem = start_spark()
+            if problem:
+                send({"ready": False, "error": problem})
+                return 1
+        told = next_line(bounds.CHECKS_LOOK_EVERY_S)
+    if told != "go":
         return 0  # the worker needs no checks after all (the submission stopped at a limit, say)
-    artifacts = Artifacts(data=args.student_data, topic_prefix=args.topic_prefix, spark=session)
+    if session is None and committed_batch_in(data):  # committed after the last look
+        session, problem = start_spark()
+        if problem:
+            send({"ready": False, "error": problem})
+            return 1
+    send({"ready": True, "spark": session is not None})
+
+    artifacts = Artifacts(data=args.student_data, topic_prefix=args.topic_prefix, spark=session,
+                          start_spark=_started_or_broke)
     try:
         results = run_checks(checks, artifacts, broke=runtime_failure)
     except RuntimeBroke as err:
         send({"error": f"the checks' runtime broke while checking: {err}"})
         return 1
-    broke = healthy(session)  # the health probe again: a runtime that broke without saying so
-    if broke:
-        send({"error": f"the checks' Spark broke while checking: {broke}"})
-        return 1
+    if artifacts.spark_started:
+        broke = healthy(artifacts.spark())  # the health probe again: a runtime that broke without saying so
+        if broke:
+            send({"error": f"the checks' Spark broke while checking: {broke}"})
+            return 1
     send({"verdicts": [asdict(r) for r in results]})
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -57,10 +57,11 @@ def file_sha256(path: Path) -> str:
 class ChecksProcess:
     """One submission's hidden checks, in a process of their own: ``python -m streamlab.grading.workers.checks_runner``.
 
-    Started when the submission's turn begins, so that its Spark starts while the notebook runs. With
-    ``make_box`` (a function making a ``Sandbox`` for it), the process runs in that sandbox: its own limits,
-    user, processes and network (Kafka through the door), the student's data folder read-only. ``run()``
-    proves the runtime is alive first (it answered a query), replaces a lost one once, then checks.
+    Started when the submission's turn begins: its Spark starts while the notebook runs, as soon as the run
+    commits a batch (none for a run that commits nothing: see ``checks_runner``). With ``make_box`` (a function
+    making a ``Sandbox`` for it), the process runs in that sandbox: its own limits, user, processes and network
+    (Kafka through the door), the student's data folder read-only. ``run()`` waits for it to be ready (its Spark,
+    if started, answered a query), replaces one that could not start once, then checks.
     """
 
     def __init__(self, checks: Path, checks_sha256: str, *, student_data: Path, topic_prefix: str, env: dict,
@@ -73,6 +74,7 @@ class ChecksProcess:
         self.box = None
         self.proc: subprocess.Popen | None = None
         self.started = 0
+        self.spark_before_checks = False  # its Spark was running when the checks began
         self._buffer = b""
         self._start()
 
@@ -123,26 +125,30 @@ class ChecksProcess:
             raise ChecksBroken("the checks' answer is not a JSON object")
         return message
 
-    def _ready(self, wait_s: float) -> None:
+    def _go(self, wait_s: float) -> None:
+        """Tell the process the kernel is gone, then wait for it to be ready (its Spark started if the run
+        committed a batch). A process that already said it could not start, or died, is ChecksBroken here."""
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # gone already: what it said before it went (or its exit) is read below
         message = self._receive(wait_s)
         if message.get("ready") is not True:
-            raise ChecksBroken(f"the checks' Spark did not start: {message.get('error', message)}")
+            raise ChecksBroken(f"the checks did not start: {message.get('error', message)}")
+        self.spark_before_checks = bool(message.get("spark"))
 
     def run(self, *, ready_wait_s: float = bounds.CHECKS_READY_WAIT_S,
             wait_s: float = bounds.CHECKS_WAIT_S) -> list[CheckResult]:
-        """The health check (replacing a lost runtime once), then the checks on what the submission left."""
+        """The checks on what the submission left, once the process is ready (replacing one that could not
+        start, once)."""
         try:
-            self._ready(ready_wait_s)
+            self._go(ready_wait_s)
         except ChecksBroken as first:
             print(f"hidden checks: {first}; starting them again", file=sys.stderr)
             self.close()
             self._start()
-            self._ready(ready_wait_s)
-        try:
-            self.proc.stdin.write(b"go\n")
-            self.proc.stdin.flush()
-        except OSError as err:
-            raise ChecksBroken(self._why_gone()) from err
+            self._go(ready_wait_s)
         message = self._receive(wait_s)
         if "error" in message:
             raise ChecksBroken(str(message["error"])[:500])
