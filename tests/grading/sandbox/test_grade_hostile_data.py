@@ -14,7 +14,9 @@ before the victims, whose right grades are asserted:
     f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer;
                  then, in the same kernel, the two attacks of the third round on the broker's own state below
     h_deep       a checkpoint of 500 folders within folders, past PATH_MAX (the grader's walk of its work
-                 folder failed with ENAMETOOLONG: a grader error, every run)
+                 folder failed with ENAMETOOLONG: a grader error, every run); beside it, for the checks' look
+                 for a committed batch while the notebook runs: a FIFO for commits, a link back into the
+                 checkpoints folder, and 1,500 checkpoint folders (the look takes in 1,000)
     g_exfil      keeps every cell's source from a pre_run_cell hook and prints it base64'd and reversed (the old
                  grader ran hidden tests in the kernel: eight hidden lines were read back from the feedback page)
     s_link       a symbolic link to the solution notebook            -> invalid notebook, never read
@@ -212,6 +214,13 @@ for _ in range(500):
     os.close(here)
     here = deeper
 os.close(here)
+checkpoints = os.path.dirname(root)  # and for the look the checks take while the notebook runs (their Spark
+os.mkdir(os.path.join(checkpoints, "fifo-0a1b2c"))  # starts at a committed batch): commits as a FIFO,
+os.mkfifo(os.path.join(checkpoints, "fifo-0a1b2c", "commits"))
+os.symlink(checkpoints, os.path.join(checkpoints, "loop-0a1b2c"))  # a link back into itself,
+for i in range(1500):  # and more checkpoint folders than the look takes in (bounds.CHECKS_LOOK_ENTRIES)
+    os.mkdir(os.path.join(checkpoints, f"many-{i:06x}"))
+print("PLANTED")
 ''',
     "i_stderr": '''
 import os
@@ -405,6 +414,13 @@ def test_a_student_named_like_a_slot_keeps_its_own_log_and_the_slots(hostile):
 def test_attackers_earn_nothing_and_are_graded(hostile, student):
     row = _row(hostile, student)
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
+
+
+def test_what_a_student_makes_of_the_checkpoints_folder_is_looked_at_and_graded(hostile):
+    assert "PLANTED" in _said(hostile, "h_deep"), "the attack did not run: this test would prove nothing"
+    result = _result(hostile, "h_deep")
+    assert result.status.value == "graded" and result.checks, result  # the checks gave their verdicts
+    assert not [c for c in result.checks if c.passed], result.checks
 
 
 def test_a_checkpoint_that_expands_is_refused_before_it_is_read(hostile):
