@@ -73,6 +73,30 @@ def test_an_empty_topic_reads_as_empty_at_once(kafka_bootstrap):
     sl.delete_topic(topic)
 
 
+@pytest.mark.timeout(120)
+def test_a_topic_a_transaction_wrote_reads_to_its_end_without_waiting_out_the_timeout(kafka_bootstrap):
+    """A transaction's commit and abort markers take offsets that no consumer is given: reading stops at the end
+    offsets all the same (the old reader waited for a record at end - 1, the whole timeout, here an hour)."""
+    from kafka import KafkaProducer
+
+    topic = sl.new_topic("transactional", partitions=2)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=f"{topic}-tx")
+    try:
+        producer.init_transactions()
+        for outcome, values in (("commit", [1, 2, 3]), ("abort", [4]), ("commit", [5])):
+            producer.begin_transaction()
+            for value in values:
+                producer.send(topic, json.dumps({"n": value}).encode(), partition=value % 2)
+            producer.flush()  # in the log before the transaction ends (an abort drops what was not sent)
+            producer.commit_transaction() if outcome == "commit" else producer.abort_transaction()
+    finally:
+        producer.close()
+    assert sum(sl.end_offsets(topic).values()) > 5  # the markers' offsets
+    records = sl.read_topic(topic, timeout_s=3600)
+    assert sorted(r["value"]["n"] for r in records) == [1, 2, 3, 4, 5]  # read uncommitted: the aborted one too
+    sl.delete_topic(topic)
+
+
 def test_bootstrap_servers_prefers_the_environment(monkeypatch):
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "kafka:19092")
     assert sl.bootstrap_servers() == "kafka:19092"
