@@ -40,6 +40,7 @@ How a lab is written for it (see docs/contributors.md, "Writing a lab"):
 """
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
@@ -98,6 +99,11 @@ class Artifacts:
         self.data = Path(data) if data else data_dir()
         self.topic_prefix = os.environ.get("STREAMLAB_TOPIC_PREFIX", "") if topic_prefix is None else topic_prefix
         self._spark, self._start_spark = spark, start_spark  # no Spark yet: started by the first check asking
+        # What the run left in Kafka, asked once: the checks run after the student's kernel and every process of
+        # theirs are gone, so nothing changes it while they read (each ask is a new client of the broker's)
+        self._topics: list[str] | None = None
+        self._ends: dict[str, dict[int, int]] = {}
+        self._records: dict[tuple[str, int], list[dict]] = {}
         self.traces: list[dict] = []  # what trace_state drew during the check that runs now
 
     # -- the student's state beside the reference's, batch by batch
@@ -192,7 +198,9 @@ class Artifacts:
     def topic(self, name: str) -> str:
         """The full name of the topic the lab created with ``sl.new_topic(name)``."""
         stem = f"{self.topic_prefix}{name}-"
-        found = [t for t in list_topics() if t.startswith(stem) and _HEX.match(t[len(stem):])]
+        if self._topics is None:
+            self._topics = list_topics()
+        found = [t for t in self._topics if t.startswith(stem) and _HEX.match(t[len(stem):])]
         if not found:
             raise CheckFailed(f"no topic named {name!r}: the part's cells did not run")
         if len(found) > 1:
@@ -202,13 +210,21 @@ class Artifacts:
     def records(self, name: str, limit: int = 100_000) -> list[dict]:
         """Every record of the topic ``name`` (see ``sl.read_topic``)."""
         topic = self.topic(name)
-        total = sum(end_offsets(topic).values())
+        total = sum(self._end_offsets(topic).values())
         if total > limit:
             raise CheckFailed(f"topic {name!r} holds {total} records, more than the {limit} expected")
-        try:
-            return read_topic(topic, limit=limit, max_record_bytes=RECORD_BYTES, fetch_bytes=FETCH_BYTES)
-        except RecordTooLarge as err:
-            raise CheckFailed(f"topic {name!r}: {err}") from err
+        if (topic, limit) not in self._records:
+            try:
+                self._records[topic, limit] = read_topic(topic, limit=limit, max_record_bytes=RECORD_BYTES,
+                                                         fetch_bytes=FETCH_BYTES)
+            except RecordTooLarge as err:
+                raise CheckFailed(f"topic {name!r}: {err}") from err
+        return copy.deepcopy(self._records[topic, limit])  # a check may change what it was given
+
+    def _end_offsets(self, topic: str) -> dict[int, int]:
+        if topic not in self._ends:
+            self._ends[topic] = end_offsets(topic)
+        return dict(self._ends[topic])
 
     def output(self, name: str):
         """A query's output written with ``output_topic=``: a pandas DataFrame of its rows with
@@ -228,7 +244,7 @@ class Artifacts:
         """Fails unless the checkpoint's last committed batch read the topic up to its end.
         Returns the topic's end offsets {partition: offset}."""
         topic = self.topic(topic_name)
-        ends = end_offsets(topic)
+        ends = self._end_offsets(topic)
         read = committed_offsets(ckpt, topic)
         if read != ends:
             raise CheckFailed(f"the query's checkpoint has read {topic_name!r} up to {read}, "

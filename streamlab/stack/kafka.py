@@ -204,8 +204,10 @@ def _inspector(**config):
     """A consumer that only looks: no group, commits nothing, and never creates a topic by asking."""
     from kafka import KafkaConsumer
 
+    # retry_backoff_ms: kafka-python asks for offsets before it has the topic's metadata, then retries after this
+    # back-off; at its default (100 ms) that wait was most of every end_offsets() (117 ms a call, 24 at 20 ms)
     return KafkaConsumer(bootstrap_servers=bootstrap_servers(), enable_auto_commit=False,
-                         allow_auto_create_topics=False, **config)
+                         allow_auto_create_topics=False, retry_backoff_ms=20, **config)
 
 
 # How long asking for end offsets may take. kafka-python retries a partition whose topic was deleted after it

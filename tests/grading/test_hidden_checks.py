@@ -93,9 +93,12 @@ def test_output_rejects_records_that_are_not_rows(kafka_bootstrap, monkeypatch):
         artifacts = hc.Artifacts(topic_prefix="hc-test-")
         sl.produce(topic, [{"path": "/a", "count": 1, "batch_id": 0}])
         assert artifacts.output("lab99-out").to_dict("records") == [{"path": "/a", "count": 1, "batch_id": 0}]
+        artifacts.records("lab99-out")[0]["value"]["count"] = 99  # one check changing what it was given
+        assert artifacts.records("lab99-out")[0]["value"]["count"] == 1  # changes nothing for the next
         sl.produce(topic, ["hand-made"])
+        assert len(artifacts.output("lab99-out")) == 1  # what the run left is read once (nothing changes it then)
         with pytest.raises(hc.CheckFailed, match="not an output row"):
-            artifacts.output("lab99-out")
+            hc.Artifacts(topic_prefix="hc-test-").output("lab99-out")
         with pytest.raises(hc.CheckFailed, match="no topic named 'lab99-missing'"):
             artifacts.topic("lab99-missing")
     finally:
