@@ -3,6 +3,7 @@ groups for memory, processes and CPU time (cgroup v1, when the grader may write 
 for the work folder's bytes and files (root only). ``enforced_limits`` says which of them hold here."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -161,8 +162,11 @@ def enforced_limits() -> set[str]:
 
 
 def cgroup_name(work: Path) -> str:
-    """The control groups' name for the sandbox whose work folder is ``work``."""
-    return f"streamlab-{Path(work).name}"
+    """The control groups' name for the sandbox whose work folder is ``work``: its name and a hash of its whole path,
+    so that two sandboxes whose folders have the same name (two graders' ``worker1-1``, two tests' ``work``) never
+    meet in one group, where the second found the name taken and ran without those groups' limits."""
+    where = hashlib.sha256(str(Path(work).absolute()).encode()).hexdigest()[:10]
+    return f"streamlab-{Path(work).name[:80]}-{where}"
 
 
 def remove_control_groups(work: Path) -> None:

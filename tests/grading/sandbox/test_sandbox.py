@@ -220,6 +220,21 @@ def test_cpu_time_is_watched_on_the_whole_group(tmp_path, broker):
         box.remove_work()
 
 
+@needs_root
+def test_two_sandboxes_whose_folders_share_a_name_each_get_control_groups_of_their_own(tmp_path, broker):
+    """Two graders' ``worker1-1``, two tests' ``work``: the second sandbox once found the groups' name taken and ran
+    without them (no memory, process or CPU limit of its own); this test's CPU limit skipped in such a run."""
+    first, second = make_box(tmp_path / "a", broker), make_box(tmp_path / "b", broker)
+    try:
+        assert first.work.name == second.work.name
+        assert first.cgroups.dirs and set(second.cgroups.dirs) == set(first.cgroups.dirs), second.cgroups.dirs
+        assert not set(first.cgroups.dirs.values()) & set(second.cgroups.dirs.values())
+    finally:
+        for box in (first, second):
+            box.close()
+            box.remove_work()
+
+
 def test_a_fresh_sandbox_hits_no_limit(box):
     done = run_inside(box, "print(sum(range(10**6)))")
     assert done.returncode == 0 and box.limits_hit() == [], (done.stderr, box.limits_hit())
