@@ -286,7 +286,7 @@ def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10, max_reco
     # Read until the consumer's position reaches each partition's end offset. Not until a record at end - 1 came:
     # a transactional producer's commit and abort markers take offsets too, and no consumer is ever given them
     # (waiting for one cost the whole timeout, 10 s, on every topic a transaction wrote).
-    remaining = {TopicPartition(topic, p): end for p, end in ends.items() if end > 0}
+    remaining = {TopicPartition(topic, p) for p, end in ends.items() if end > 0}
     deadline = time.monotonic() + timeout_s
     try:
         while remaining and len(records) < limit:
@@ -295,21 +295,21 @@ def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10, max_reco
                 break
             fetched = consumer.poll(timeout_ms=int(min(left_s, 1.0) * 1000),
                                     max_records=min(limit - len(records), 500))  # 500: as its own iterator
-            for part, messages in sorted(fetched.items(), key=lambda kv: kv[0].partition):
+            for _, messages in sorted(fetched.items(), key=lambda kv: kv[0].partition):
                 for message in messages:
                     size = max(len(message.key or b""), len(message.value or b""))
                     if max_record_bytes is not None and size > max_record_bytes:
                         raise RecordTooLarge(f"the record at offset {message.offset} of partition "
                                              f"{message.partition} holds {size} bytes; at most {max_record_bytes} "
                                              f"are read")
-                    if message.offset < remaining.get(part, ends[part.partition]) and len(records) < limit:
+                    if message.offset < ends[message.partition] and len(records) < limit:
                         records.append({"partition": message.partition, "offset": message.offset,
                                         "key": decode_value(message.key), "value": decode_value(message.value),
                                         "timestamp": message.timestamp})
             for part in list(remaining):
                 if consumer.position(part, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000))) \
-                        >= remaining[part]:
-                    del remaining[part]
+                        >= ends[part.partition]:
+                    remaining.discard(part)
     finally:
         consumer.close()
     return sorted(records, key=lambda r: (r["partition"], r["offset"]))

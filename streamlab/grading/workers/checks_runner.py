@@ -165,22 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as err:  # noqa: BLE001 - reported, never raised past the protocol
         send({"ready": False, "error": f"{type(err).__name__}: {str(err).strip()[:300]}"})
         return 1
-    data, session = Path(args.student_data), None
-    told = None
-    while told is None:  # until the worker says go (or goes away), looking for a committed batch
+    data, session, told = Path(args.student_data), None, None
+    while True:  # until the worker says go (or goes away), looking for a committed batch; once more after it
         if session is None and committed_batch_in(data):
             session, problem = start_spark()
             if problem:
                 send({"ready": False, "error": problem})
                 return 1
+        if told is not None:
+            break
         told = next_line(bounds.CHECKS_LOOK_EVERY_S)
-    if told != "go":
-        return 0  # the worker needs no checks after all (the submission stopped at a limit, say)
-    if session is None and committed_batch_in(data):  # committed after the last look
-        session, problem = start_spark()
-        if problem:
-            send({"ready": False, "error": problem})
-            return 1
+        if told not in (None, "go"):
+            return 0  # the worker needs no checks after all (the submission stopped at a limit, say)
     send({"ready": True, "spark": session is not None})
 
     artifacts = Artifacts(data=args.student_data, topic_prefix=args.topic_prefix, spark=session,
@@ -197,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     send({"verdicts": [asdict(r) for r in results]})
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

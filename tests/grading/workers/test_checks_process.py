@@ -72,6 +72,13 @@ def test_a_verdict_comes_back(tmp_path):
     assert not process.spark_before_checks  # the run committed no batch: no Spark was started for it
 
 
+def _commit_a_batch(tmp_path: Path) -> None:
+    """What a student's query writes in its checkpoint when it finishes a batch (``_process``'s student data)."""
+    commits = tmp_path / "student" / "data" / "checkpoints" / "lab-query-0a1b2c" / "commits"
+    commits.mkdir(parents=True)
+    (commits / "0").write_text("v1\n{}\n")
+
+
 def _java_under(process: ChecksProcess) -> list:
     import psutil
 
@@ -84,9 +91,7 @@ def _java_under(process: ChecksProcess) -> list:
 def test_a_batch_committed_while_the_notebook_runs_starts_the_checks_spark_before_they_run(tmp_path):
     process = _process(tmp_path, NEEDS_SPARK)
     try:
-        commits = tmp_path / "student" / "data" / "checkpoints" / "lab-query-0a1b2c" / "commits"
-        commits.mkdir(parents=True)
-        (commits / "0").write_text("v1\n{}\n")  # what the student's query writes when it finishes a batch
+        _commit_a_batch(tmp_path)  # as the student's query does, while the notebook runs
         deadline = time.monotonic() + 120
         while not _java_under(process) and time.monotonic() < deadline:  # no `go` sent: the notebook still runs
             time.sleep(0.2)
@@ -119,9 +124,7 @@ def test_a_spark_that_cannot_start_for_a_check_is_broken_checks_not_a_failed_par
 
 def test_a_spark_that_cannot_start_beside_the_notebook_is_replaced_once_then_broken(tmp_path):
     process = _process(tmp_path, NEEDS_SPARK, STREAMLAB_DRIVER_MEMORY="no-such-size")
-    commits = tmp_path / "student" / "data" / "checkpoints" / "lab-query-0a1b2c" / "commits"
-    commits.mkdir(parents=True)
-    (commits / "0").write_text("v1\n{}\n")
+    _commit_a_batch(tmp_path)
     try:
         with pytest.raises(ChecksBroken, match="did not start"):
             process.run(ready_wait_s=120)
