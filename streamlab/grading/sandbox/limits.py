@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -45,6 +44,33 @@ def _own_cgroup_dir(controller: str) -> Path | None:
     return None
 
 
+class ControlGroupsRefused(RuntimeError):
+    """A control group this machine offers could not be made: the sandbox is not made, rather than run without it
+    (before, it ran silently without that group's limit)."""
+
+
+def _make_group(folder: Path, controller: str, limits: Limits) -> None:
+    """Make the group ``folder`` of ``controller`` with its limit. A group of the same name left empty by a killed
+    run is made anew; one that still holds processes is refused (``FileExistsError``)."""
+    if folder.is_dir():
+        folder.rmdir()  # EBUSY while it holds a process: refused below, as OSError
+    try:
+        folder.mkdir()
+        if controller == "memory":
+            (folder / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 1024 * 1024))
+            swap = folder / "memory.memsw.limit_in_bytes"
+            if swap.exists():
+                swap.write_text(str(limits.memory_mb * 1024 * 1024))
+        elif controller == "pids":
+            (folder / "pids.max").write_text(str(limits.processes))
+    except OSError:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+        raise
+
+
 class ControlGroups:
     """The submission's memory and pids control groups (cgroup v1), when this machine lets the grader
     make them; everything the sandbox starts is in them, so the grader finds it, kills it and reads
@@ -65,17 +91,14 @@ class ControlGroups:
                     self.dirs[controller] = folder
                 continue
             try:
-                folder.mkdir()
-                if controller == "memory":
-                    (folder / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 1024 * 1024))
-                    swap = folder / "memory.memsw.limit_in_bytes"
-                    if swap.exists():
-                        swap.write_text(str(limits.memory_mb * 1024 * 1024))
-                elif controller == "pids":
-                    (folder / "pids.max").write_text(str(limits.processes))
-                self.dirs[controller] = folder
-            except OSError:
-                shutil.rmtree(folder, ignore_errors=True)
+                _make_group(folder, controller, limits)
+            except OSError as error:
+                self.remove()
+                raise ControlGroupsRefused(
+                    f"the sandbox's {controller} control group {folder} could not be made ({error}); a submission "
+                    f"is never run without its limits, so it is not graded now (a grader error: grade again)"
+                ) from error
+            self.dirs[controller] = folder
 
     def join(self, pid: int) -> None:
         """Put the process ``pid`` into these groups (its children start in them)."""

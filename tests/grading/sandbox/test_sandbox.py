@@ -17,7 +17,7 @@ from intruders import Listener
 
 from streamlab.grading.sandbox import box as sb
 from streamlab.grading.sandbox.isolation import submission_topic_prefix
-from streamlab.grading.sandbox.limits import Limits
+from streamlab.grading.sandbox.limits import ControlGroups, ControlGroupsRefused, Limits, cgroup_name
 
 ROOT = Path(__file__).resolve().parents[3]
 WHY_NOT = sb.unavailable_reason()
@@ -233,6 +233,34 @@ def test_two_sandboxes_whose_folders_share_a_name_each_get_control_groups_of_the
         for box in (first, second):
             box.close()
             box.remove_work()
+
+
+@needs_root
+def test_a_group_that_cannot_be_made_refuses_the_sandbox_and_an_empty_leftover_is_made_anew(tmp_path):
+    """A sandbox once ran silently without a group it could not make (no memory, process or CPU limit of its own).
+    Now: a group of the same name left empty by a killed run is made anew with this sandbox's limits; one that still
+    holds a process refuses the sandbox (a grader error, graded again), and leaves no group of its own behind."""
+    work = tmp_path / "work"
+    leftover = ControlGroups(cgroup_name(work), Limits(memory_mb=100))
+    if "memory" not in leftover.dirs:
+        leftover.remove()
+        pytest.skip("this machine's control groups cannot be written: memory, process and CPU limits need them")
+    again = ControlGroups(cgroup_name(work), Limits(memory_mb=300))  # the leftover is empty
+    try:
+        limit = int((again.dirs["memory"] / "memory.limit_in_bytes").read_text())
+        assert limit == 300 * 2**20, limit
+        holder = subprocess.Popen(["sleep", "60"])
+        try:
+            again.join(holder.pid)
+            with pytest.raises(ControlGroupsRefused, match="never run without its limits"):
+                ControlGroups(cgroup_name(work), Limits())
+            assert again.pids() == {holder.pid}, "the refusal touches no group it did not make"
+        finally:
+            again.kill_all()
+            holder.wait(timeout=10)
+    finally:
+        again.remove()
+    assert not any(folder.exists() for folder in again.dirs.values())
 
 
 def test_a_fresh_sandbox_hits_no_limit(box):
