@@ -9,7 +9,7 @@ import pytest
 
 import streamlab as sl
 from streamlab.stack import session
-from streamlab.stack.java import QUICK_JIT
+from streamlab.stack.java import QUICK_JIT, SMALL_HEAP_GC
 from streamlab.stack.jvm_archives import archive_file
 
 
@@ -23,6 +23,10 @@ def test_spark_session_is_ready_for_the_course(spark):
     driver_opts = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
     assert "log4j2.configurationFile=" in driver_opts, "the driver's log goes to the course's log file"
     assert QUICK_JIT in driver_opts.split(), "a lesson's driver is a light JVM: the quick JIT"
+    assert SMALL_HEAP_GC in driver_opts.split(), "and the serial collector"
+    jvm = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    collectors = {bean.getName() for bean in jvm.getGarbageCollectorMXBeans()}
+    assert collectors == {"Copy", "MarkSweepCompact"}, f"the driver runs the serial collector: {collectors}"
 
 
 def test_unknown_state_store_is_refused_before_spark_starts():
