@@ -27,8 +27,9 @@ from test_notebooks import ROOT, _client
 from streamlab.stack.broker import port_is_free
 from streamlab.stack.cluster import CLUSTER_SETTINGS
 
-# Under pytest-xdist (--dist loadgroup) the whole module runs in one worker: one cluster, notebooks one by one.
-pytestmark = pytest.mark.xdist_group("cluster")
+# Under pytest-xdist the whole module runs in one worker (tests/conftest.py's group_of: the group "cluster"): one
+# cluster, notebooks one by one. (An xdist_group mark did this before the course's scheduler; without xdist, as in the
+# docker tier's run, pytest called it an unknown mark.)
 
 # The smallest set that covers the issue: 01 (required; a groupBy().count() restarted from its checkpoint, state
 # partitions shown) and 02 (transformWithState with value/list/map state on RocksDB, row and pandas forms, processors
