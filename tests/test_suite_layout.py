@@ -73,17 +73,24 @@ def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
 
 def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel_then_the_site():
     makefile = (ROOT / "Makefile").read_text()
-    recipe = makefile.split("\ntest: tests-here setup\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert len(recipe) == 5, recipe
-    fast, heavy, docker, site, late = recipe
+    body = makefile.split("\ntest: tests-here setup\n", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ")
+    recipe = body.splitlines()
+    assert len(recipe) == 4, recipe
+    fast, heavy, site, last = recipe
     assert "-m pytest -n auto -x" in fast and '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in fast, \
         "stops at the fast tier's first failure"
     assert "-m pytest -n auto" in heavy and '-m "$(HEAVY)"' in heavy, "the rest: together, every test"
     assert "-x" not in heavy.split(), "a heavy failure does not hide the others"
-    assert '-m "$(DOCKER)"' in docker and "-rs" in docker.split(), "the docker tier, its skip reason in one line"
-    assert "no:xdist" in docker, "one compose project, its tests in order"
     assert site.strip() == "$(BIN)/streamlab site", "the site, from the lessons the notebook tests executed"
-    assert '-m "$(LATE)"' in late and "-n" not in late.split(), "then the browser checks of what was built"
+    commands = [part.strip() for part in last.split(";")]
+    late = next(c for c in commands if '-m "$(LATE)"' in c and c.startswith("$(BIN)/python -m pytest"))
+    docker = next(c for c in commands if '-m "$(DOCKER)"' in c and c.startswith("$(BIN)/python -m pytest"))
+    assert late.endswith("& late=$$!") and "-n" not in late.split(), "the browser checks of what was built, beside"
+    assert commands.index(late) < commands.index(docker), "started before the docker tier, so they run side by side"
+    assert "-rs" in docker.split() and "no:xdist" in docker, "the docker tier: one compose project, in order, " \
+        "its skip reason in one line"
+    assert "wait $$late" in last and commands[-1] == "test $$docker -eq 0 && test $$late_status -eq 0", \
+        "either tier failing fails make test"
     markers = makefile.split("\nHEAVY := ", 1)[1].split("\n", 1)[0].split(" or ")
     assert markers == ["notebooks", "labs", "cluster", "slow"]
     assert makefile.split("\nLATE := ", 1)[1].split("\n", 1)[0] == "browser"
