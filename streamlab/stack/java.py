@@ -16,10 +16,11 @@ SUPPORTED_JAVA = (17, 21)
 # tools, the Spark driver of a lesson). They start sooner and leave the cores to the rest.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 # The serial garbage collector for a lesson's Spark driver (and the grader's): one thread, no concurrent work beside
-# the program. Its heap is 1 GB and its data small; the default (G1, chosen on a machine of 2 cores and 2 GB or more)
-# spends more CPU on collecting than such a driver needs. Lab 06's reference, run top to bottom on the idle 2-core
-# machine, alternating: 58.2 and 58.8 CPU-s against 65.2 and 66.4 (wall 51.5 s against 55.7 and 56.8); lab 05's
-# 19.0 and 19.3 CPU-s against 21.3 and 23.8. A new session starts as soon (about 4 s either way).
+# the program. Its heap is 1 GB and its data small; the default (G1 on a machine of 2 processors and 1792 MB or more,
+# the HotSpot GC tuning guide's "Ergonomics") spends more CPU on collecting than such a driver needs. Lab 06's
+# reference, run top to bottom on the idle 2-core machine, alternating: 58.2 and 58.8 CPU-s against 65.2 and 66.4
+# (wall 51.5 s against 55.7 and 56.8); lab 05's 19.0 and 19.3 CPU-s against 21.3 and 23.8. A new session starts as
+# soon (about 4 s either way).
 SMALL_HEAP_GC = "-XX:+UseSerialGC"
 
 JAVA_FIX = (
