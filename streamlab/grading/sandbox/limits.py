@@ -51,7 +51,7 @@ class ControlGroupsRefused(RuntimeError):
 
 def _make_group(folder: Path, controller: str, limits: Limits) -> None:
     """Make the group ``folder`` of ``controller`` with its limit. A group of the same name left empty by a killed
-    run is made anew; one that still holds processes is refused (``FileExistsError``)."""
+    run is made anew; one that still holds a process cannot be removed, and its ``OSError`` (EBUSY) refuses it."""
     if folder.is_dir():
         folder.rmdir()  # EBUSY while it holds a process: refused below, as OSError
     try:

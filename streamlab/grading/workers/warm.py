@@ -70,21 +70,31 @@ class WarmWorker:
         self.started = 0  # how many processes this slot has needed (1 unless one was stopped)
 
     def _start(self) -> None:
+        groups = None
+        if self.memory_mb is not None:  # made first: a worker whose group cannot be made is never started
+            groups = ControlGroups(f"streamlab-{self.tag}-{self.started + 1}",
+                                   Limits(memory_mb=self.memory_mb, processes=4096))
         ours, theirs = socket.socketpair()
         command = [*self.command, str(theirs.fileno())]
         if self.checks:
             command += ["--checks", str(self.checks), "--checks-sha256", self.checks_sha256]
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(command, env=self.env, cwd=str(self.cwd), stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         pass_fds=(theirs.fileno(),))
-        theirs.close()
+        try:
+            with self.log_path.open("ab") as log:
+                self.proc = subprocess.Popen(command, env=self.env, cwd=str(self.cwd), stdin=subprocess.DEVNULL,
+                                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                             pass_fds=(theirs.fileno(),))
+        except OSError:
+            ours.close()
+            if groups is not None:
+                groups.remove()
+            raise
+        finally:
+            theirs.close()
         self.channel = Connection(ours.detach())
         self.started += 1
-        if self.memory_mb is not None:
-            self.groups = ControlGroups(f"streamlab-{self.tag}-{self.started}",
-                                        Limits(memory_mb=self.memory_mb, processes=4096))
-            self.groups.join(self.proc.pid)
+        self.groups = groups
+        if groups is not None:
+            groups.join(self.proc.pid)
 
     def _hit_its_memory(self) -> bool:
         """Whether the worker was stopped at its own memory limit (what a notebook made nbgrader parse)."""

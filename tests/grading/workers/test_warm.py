@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import psutil
@@ -15,7 +16,7 @@ import pytest
 
 from streamlab.grading.outputs.results import Status, WorkerReport
 from streamlab.grading.sandbox.isolation import TAG, leftover_processes
-from streamlab.grading.sandbox.limits import enforced_limits
+from streamlab.grading.sandbox.limits import ControlGroups, ControlGroupsRefused, Limits, enforced_limits
 from streamlab.grading.workers.context import SubmissionContext
 from streamlab.grading.workers.warm import WORKER, WarmWorker
 
@@ -149,4 +150,27 @@ def test_a_worker_swollen_past_its_memory_is_that_submissions_limit_and_the_next
         assert worker.started == 2
     finally:
         worker.close()
+    assert leftover_processes(f"{RUN}-") == []
+
+
+@pytest.mark.skipif("memory" not in enforced_limits(), reason="needs a writable memory control group (root, cgroup v1)")
+def test_a_worker_whose_memory_group_cannot_be_made_is_never_started(tmp_path):
+    """The worker's memory group is made before the worker: one that cannot be made (here its name is held by a
+    group with a process in it) refuses the turn, a grader error, and no worker runs without that limit. Before,
+    the worker started first and, its group refused, served every next submission without a memory limit."""
+    tag = f"{RUN}-refused"
+    holder = ControlGroups(f"streamlab-{tag}-1", Limits(memory_mb=300))
+    sleeper = subprocess.Popen(["sleep", "60"])
+    worker = WarmWorker(tag, env={**os.environ, TAG: tag}, cwd=tmp_path, log_path=tmp_path / "worker.log",
+                        command=[sys.executable, "-c", FAKE_WORKER], memory_mb=200)
+    try:
+        holder.join(sleeper.pid)
+        with pytest.raises(ControlGroupsRefused):
+            worker.report(_request("refused", tmp_path, f"{tag}-1"), timeout_s=60)
+        assert worker.proc is None and worker.started == 0, "no worker was started"
+    finally:
+        worker.close()
+        holder.kill_all()
+        sleeper.wait(timeout=10)
+        holder.remove()
     assert leftover_processes(f"{RUN}-") == []
