@@ -63,6 +63,9 @@ CHECKS_LOOK_ENTRIES = 1_000       # checkpoint folders looked at each time (a la
                                   # checks start their Spark as if one had committed
 BROKER_PROBE_S = 15               # for the broker to answer the grader's health probe
 ACL_WAIT_S = 30                   # at most, for the broker to show new ACLs (it takes milliseconds)
+KERNEL_RECONNECT_WAIT_S = 2       # for a kernel socket connected again (ZeroMQ dropped it for a message past
+                                  # KERNEL_MESSAGE_BYTES) to finish its handshake with the kernel (it takes ~1 ms)
+KERNEL_SUBSCRIBE_WAIT_S = 0.05    # then for its subscription to reach the kernel, before the next cell runs
 
 # -- What the grader reads, keeps and shows of what a submission made, besides the bounds above
 STUDENT_ID_CHARS = 100            # a student's id: the submitted file's or folder's name

@@ -154,14 +154,48 @@ def test_the_kernel_clients_sockets_refuse_large_messages():
     import zmq
     import zmq.asyncio
 
-    client = BoundedKernelClient(context=zmq.asyncio.Context())
+    context = zmq.asyncio.Context()
+    client = BoundedKernelClient(context=context)
     client.ip, client.transport, client.iopub_port = "127.0.0.1", "tcp", 1  # nothing listens: connect is lazy
     socket = client._create_connected_socket("iopub")
     try:
         assert socket.getsockopt(zmq.MAXMSGSIZE) == bounds.KERNEL_MESSAGE_BYTES
         assert socket.getsockopt(zmq.RCVHWM) == bounds.KERNEL_MESSAGES_QUEUED
     finally:
-        socket.close(linger=0)
+        context.destroy(linger=0)  # the socket and what watches it
+
+
+def test_a_connection_dropped_for_a_message_past_the_bound_is_connected_again():
+    """ZeroMQ drops the connection that brought a message over the bound and never connects that socket again: one
+    20 MB output cost every later cell its outputs (and each the wait for its "idle")."""
+    import zmq
+    import zmq.asyncio
+
+    context = zmq.asyncio.Context()
+    kernel = zmq.Context.shadow(context.underlying).socket(zmq.PUB)  # the kernel's side of the iopub channel
+    client = BoundedKernelClient(context=context)
+    client.ip, client.transport = "127.0.0.1", "tcp"
+    client.iopub_port = kernel.bind_to_random_port("tcp://127.0.0.1")
+    socket = zmq.Socket.shadow(client._create_connected_socket("iopub").underlying)  # read without an event loop
+    socket.setsockopt(zmq.SUBSCRIBE, b"")
+
+    def said(word: bytes) -> bytes | None:
+        for _ in range(40):  # a PUB socket sends nothing until the subscription arrives
+            kernel.send(word)
+            if socket.poll(50):
+                return socket.recv()
+        return None
+
+    try:
+        assert said(b"before") == b"before"
+        assert client.reconnect_dropped() == []  # nothing was dropped: nothing is connected again
+        kernel.send(b"x" * (bounds.KERNEL_MESSAGE_BYTES + 1))
+        assert said(b"after") is None, "ZeroMQ kept the connection: this test proves nothing"
+        assert client.reconnect_dropped() == [client._make_url("iopub")]
+        assert said(b"again") == b"again"
+    finally:
+        kernel.close(linger=0)
+        context.destroy(linger=0)  # the client's sockets and what watches them: nothing keeps the context open
 
 
 def _nest(root, depth: int, name: str = "dddddddddd") -> None:

@@ -29,12 +29,17 @@ class BoundedExecute(Execute):
     # the kernel died or a cell could not be stopped, never text the notebook printed.
     last_failure: BaseException | None = None
 
-    # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection; a cell whose
-    # "idle" was dropped with it ends after iopub_timeout instead of failing the whole notebook. But a
+    # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection (connected again before
+    # the next cell); a cell whose "idle" was dropped with it ends after iopub_timeout instead of failing the
+    # whole notebook. But a
     # cell that hit its time limit and was interrupted keeps nbgrader's rule: no "idle" then means the
     # kernel did not stop, and the notebook ends there ("did not stop when interrupted").
     async def async_execute_cell(self, *args, **kwargs):
         self.raise_on_iopub_timeout = False
+        # a connection ZeroMQ dropped for an earlier cell's message is connected again: this cell's outputs count
+        reconnect = getattr(self.kc, "reconnect_dropped", None)
+        if reconnect is not None:
+            reconnect()
         return await super().async_execute_cell(*args, **kwargs)
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds its own at class level

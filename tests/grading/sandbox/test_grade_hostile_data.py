@@ -8,7 +8,8 @@ before the victims, whose right grades are asserted:
                  (the old grader's checks parsed it in the worker's one JVM, which died: the next student got 0)
     b_records    its output topic holds gzip'd 48 MB records (the old checks decoded them: a 6.7 GB worker);
                  the record-by-record refusal itself: tests/grading/test_hidden_checks.py
-    c_outputs    outputs of 4 x 6 MB and one 20 MB image (the old feedback page: hundreds of MB)
+    c_outputs    outputs of 4 x 6 MB and one 20 MB image (the old feedback page: hundreds of MB; ZeroMQ drops the
+                 20 MB one with its connection, which the old grader never made again: no later cell had outputs)
     d_door       300 connections to the broker at once, then a 2,000-partition topic
     e_html       script, event handlers and javascript: links in its outputs and markdown
     f_tenancy    lists the consumer groups, deletes another tenant's group's offsets, fences its producer;
@@ -432,6 +433,13 @@ def test_outputs_are_kept_within_their_caps(hostile):
     page = hostile["out"] / "feedback" / "c_outputs.html"
     assert page.stat().st_size < 8 * 2**20, page.stat().st_size
     assert "the grader kept no more output here" in page.read_text(encoding="utf-8")
+
+
+def test_a_message_past_the_kernels_bound_costs_no_later_cell_its_outputs(hostile):
+    """The 20 MB image is refused by ZeroMQ with its connection; the old grader never connected it again, so the lab's
+    own set-up cell, run after the attack, lost its output (and every later cell waited out its "idle")."""
+    text = re.sub("<[^>]+>", "", _page(hostile, "c_outputs"))
+    assert re.search(r"Spark \d+\.\d+\.\d+, Kafka at ", text), text[-3000:]
 
 
 def test_the_door_caps_connections_and_partitions(hostile, kafka_bootstrap):
