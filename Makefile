@@ -17,8 +17,9 @@ help:
 	@echo "            nbgrader's Validate button, not the instructor's tools)"
 	@echo "make lab-instructor   the same, with nbgrader's formgrader, course list and Create Assignment"
 	@echo "make test   set up (first run only) and run every test, notebook and lab (what CI runs): the fast tier"
-	@echo "            first, stopping at its first failure, then the heavy tiers ($(HEAVY)), then"
-	@echo "            builds the site and checks it and the learner's JupyterLab in headless Chromium ($(LATE))"
+	@echo "            first, stopping at its first failure, then the heavy tiers ($(HEAVY)) with the docker"
+	@echo "            tier ($(DOCKER)) beside them, then builds the site and checks it and the learner's"
+	@echo "            JupyterLab in headless Chromium ($(LATE))"
 	@echo "make site   the course as a static website in build/site/ (lessons executed once: the notebook"
 	@echo "            tests keep theirs in build/executed/; only missing ones are executed here)"
 	@echo "make check  the fast tier (in parallel, about 2 min on 2 cores): every test except executing notebooks, grading"
@@ -53,21 +54,22 @@ DOCKER := docker
 # it set (the sandbox).
 test check: export PYTHONDONTWRITEBYTECODE :=
 
-# The docker tier mostly waits for its containers (a third of the CPU, 6 minutes, in the fresh clone of 8dc7a33): the
-# late tier runs beside it, its report kept in .streamlab/late-tier.log and printed after the docker tier's; either
-# failing fails `make test`.
+# The docker tier mostly waits for its containers (a third of the CPU, 6 minutes, in the fresh clone of 8dc7a33): it
+# runs beside the heavy tiers, its report kept in .streamlab/docker-tier.log and printed after theirs; either failing
+# fails `make test`. The late tier looks at what the heavy tiers built (the site from the executed lessons): it comes
+# last.
 test: tests-here setup
 	$(BIN)/python -m pytest -n auto -x -q -m "not ($(HEAVY) or $(LATE) or $(DOCKER))"
-	$(BIN)/python -m pytest -n auto -m "$(HEAVY)"
-	$(BIN)/streamlab site
 	@mkdir -p .streamlab; \
-	$(BIN)/python -m pytest -q -m "$(LATE)" >.streamlab/late-tier.log 2>&1 & late=$$!; \
-	echo "$(BIN)/python -m pytest -p no:xdist -q -rs -m \"$(DOCKER)\"   (the late tier beside it: -m \"$(LATE)\")"; \
-	$(BIN)/python -m pytest -p no:xdist -q -rs -m "$(DOCKER)"; docker=$$?; \
-	wait $$late; late_status=$$?; \
-	echo "$(BIN)/python -m pytest -q -m \"$(LATE)\"   (ran beside the docker tier; its report:)"; \
-	cat .streamlab/late-tier.log; \
-	test $$docker -eq 0 && test $$late_status -eq 0
+	$(BIN)/python -m pytest -p no:xdist -q -rs -m "$(DOCKER)" >.streamlab/docker-tier.log 2>&1 & docker=$$!; \
+	echo "$(BIN)/python -m pytest -n auto -m \"$(HEAVY)\"   (the docker tier beside it: -m \"$(DOCKER)\")"; \
+	$(BIN)/python -m pytest -n auto -m "$(HEAVY)"; heavy=$$?; \
+	wait $$docker; docker_status=$$?; \
+	echo "$(BIN)/python -m pytest -p no:xdist -q -rs -m \"$(DOCKER)\"   (ran beside the heavy tiers; its report:)"; \
+	cat .streamlab/docker-tier.log; \
+	test $$heavy -eq 0 && test $$docker_status -eq 0
+	$(BIN)/streamlab site
+	$(BIN)/python -m pytest -q -m "$(LATE)"
 
 check: tests-here setup
 	$(BIN)/python -m pytest -n auto -m "not ($(HEAVY) or $(LATE) or $(DOCKER))" -q

@@ -71,26 +71,25 @@ def test_a_fixture_that_uses_spark_takes_its_tests_along(tmp_path, monkeypatch):
         conftest.spark_tests.cache_clear()
 
 
-def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_in_parallel_then_the_site():
+def test_make_test_runs_the_fast_tier_first_then_the_heavy_ones_with_the_docker_tier_then_the_site():
     makefile = (ROOT / "Makefile").read_text()
     body = makefile.split("\ntest: tests-here setup\n", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ")
     recipe = body.splitlines()
     assert len(recipe) == 4, recipe
-    fast, heavy, site, last = recipe
+    fast, beside, site, late = recipe
     assert "-m pytest -n auto -x" in fast and '-m "not ($(HEAVY) or $(LATE) or $(DOCKER))"' in fast, \
         "stops at the fast tier's first failure"
-    assert "-m pytest -n auto" in heavy and '-m "$(HEAVY)"' in heavy, "the rest: together, every test"
-    assert "-x" not in heavy.split(), "a heavy failure does not hide the others"
-    assert site.strip() == "$(BIN)/streamlab site", "the site, from the lessons the notebook tests executed"
-    commands = [part.strip() for part in last.split(";")]
-    late = next(c for c in commands if '-m "$(LATE)"' in c and c.startswith("$(BIN)/python -m pytest"))
+    commands = [part.strip() for part in beside.split(";")]
     docker = next(c for c in commands if '-m "$(DOCKER)"' in c and c.startswith("$(BIN)/python -m pytest"))
-    assert late.endswith("& late=$$!") and "-n" not in late.split(), "the browser checks of what was built, beside"
-    assert commands.index(late) < commands.index(docker), "started before the docker tier, so they run side by side"
-    assert "-rs" in docker.split() and "no:xdist" in docker, "the docker tier: one compose project, in order, " \
-        "its skip reason in one line"
-    assert "wait $$late" in last and commands[-1] == "test $$docker -eq 0 && test $$late_status -eq 0", \
-        "either tier failing fails make test"
+    heavy = next(c for c in commands if '-m "$(HEAVY)"' in c and c.startswith("$(BIN)/python -m pytest"))
+    assert docker.endswith("& docker=$$!") and "-rs" in docker.split() and "no:xdist" in docker, \
+        "the docker tier: one compose project, in order, its skip reason in one line, in the background"
+    assert commands.index(docker) < commands.index(heavy), "started before the heavy tiers, so they run side by side"
+    assert "-n auto" in heavy and "-x" not in heavy.split(), "the rest: together, every test; a failure hides none"
+    assert "wait $$docker" in beside and commands[-1] == "test $$heavy -eq 0 && test $$docker_status -eq 0", \
+        "either failing fails make test"
+    assert site.strip() == "$(BIN)/streamlab site", "the site, from the lessons the notebook tests executed"
+    assert late.strip() == '$(BIN)/python -m pytest -q -m "$(LATE)"', "then the browser checks of what was built"
     markers = makefile.split("\nHEAVY := ", 1)[1].split("\n", 1)[0].split(" or ")
     assert markers == ["notebooks", "labs", "cluster", "slow"]
     assert makefile.split("\nLATE := ", 1)[1].split("\n", 1)[0] == "browser"
