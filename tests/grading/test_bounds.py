@@ -165,23 +165,35 @@ def test_the_kernel_clients_sockets_refuse_large_messages():
         context.destroy(linger=0)  # the socket and what watches it
 
 
-def test_a_connection_dropped_for_a_message_past_the_bound_is_connected_again():
+@pytest.mark.parametrize("channel", ["iopub", "shell"])
+def test_a_connection_dropped_for_a_message_past_the_bound_is_connected_again(channel):
     """ZeroMQ drops the connection that brought a message over the bound and never connects that socket again: one
-    20 MB output cost every later cell its outputs (and each the wait for its "idle")."""
+    20 MB output cost every later cell its outputs (and each the wait for its "idle"); one 20 MB execute reply (a
+    payload, ``set_next_input``) left every later cell without its reply, each waiting out the cell limit."""
     import zmq
     import zmq.asyncio
 
     context = zmq.asyncio.Context()
-    kernel = zmq.Context.shadow(context.underlying).socket(zmq.PUB)  # the kernel's side of the iopub channel
+    kernel_type = {"iopub": zmq.PUB, "shell": zmq.ROUTER}[channel]
+    kernel = zmq.Context.shadow(context.underlying).socket(kernel_type)  # the kernel's side of the channel
     client = BoundedKernelClient(context=context)
     client.ip, client.transport = "127.0.0.1", "tcp"
-    client.iopub_port = kernel.bind_to_random_port("tcp://127.0.0.1")
-    socket = zmq.Socket.shadow(client._create_connected_socket("iopub").underlying)  # read without an event loop
-    socket.setsockopt(zmq.SUBSCRIBE, b"")
+    setattr(client, f"{channel}_port", kernel.bind_to_random_port("tcp://127.0.0.1"))
+    made = client._create_connected_socket(channel, identity=b"grader" if channel == "shell" else None)
+    socket = zmq.Socket.shadow(made.underlying)  # read without an event loop
+    if channel == "iopub":
+        socket.setsockopt(zmq.SUBSCRIBE, b"")
 
     def said(word: bytes) -> bytes | None:
-        for _ in range(40):  # a PUB socket sends nothing until the subscription arrives
-            kernel.send(word)
+        for _ in range(40):  # a PUB socket sends nothing until the subscription arrives; a ROUTER, until asked
+            if channel == "shell":
+                try:
+                    socket.send(b"request", zmq.NOBLOCK)  # a DEALER with no connection would wait here
+                except zmq.Again:
+                    pass
+                if kernel.poll(50):
+                    kernel.recv_multipart()
+            kernel.send_multipart([b"grader", word] if channel == "shell" else [word])
             if socket.poll(50):
                 return socket.recv()
         return None
@@ -189,9 +201,9 @@ def test_a_connection_dropped_for_a_message_past_the_bound_is_connected_again():
     try:
         assert said(b"before") == b"before"
         assert client.reconnect_dropped() == []  # nothing was dropped: nothing is connected again
-        kernel.send(b"x" * (bounds.KERNEL_MESSAGE_BYTES + 1))
+        kernel.send_multipart(([b"grader"] if channel == "shell" else []) + [b"x" * (bounds.KERNEL_MESSAGE_BYTES + 1)])
         assert said(b"after") is None, "ZeroMQ kept the connection: this test proves nothing"
-        assert client.reconnect_dropped() == [client._make_url("iopub")]
+        assert client.reconnect_dropped() == [client._make_url(channel)]
         assert said(b"again") == b"again"
     finally:
         kernel.close(linger=0)
