@@ -3,8 +3,9 @@
 bounded before a message is parsed.
 
 ZeroMQ refuses a message over the bound by dropping the connection, and never connects that socket again: before
-``reconnect_dropped()``, one output over the bound lost every later cell's outputs (a failed test's traceback among
-them) and cost each later cell the wait for its "idle". Each socket is watched (a ZeroMQ monitor), and
+``reconnect_dropped()``, one output over the bound lost every later cell's outputs (what the lab's own cells print
+among them) and cost each later cell the wait for its "idle"; one execute reply over the bound (a 20 MB payload) left
+every later cell without its reply, each waiting out the cell limit. Each socket is watched (a ZeroMQ monitor), and
 ``reconnect_dropped()``, called before each cell, connects a dropped one again."""
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ class BoundedKernelClient(AsyncKernelClient):
         self.__dict__.setdefault("_watched", []).append((socket, owner, url))
 
     def reconnect_dropped(self) -> list[str]:
-        """Connect again each socket whose connection ZeroMQ dropped since the last call; the channels named."""
+        """Connect again each socket whose connection ZeroMQ dropped since the last call: their addresses."""
         again = []
         for socket, owner, url in self.__dict__.get("_watched", []):
             if socket.closed or owner.closed:
