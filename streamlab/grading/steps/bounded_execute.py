@@ -31,9 +31,8 @@ class BoundedExecute(Execute):
 
     # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection (connected again before
     # the next cell); a cell whose "idle" was dropped with it ends after iopub_timeout instead of failing the
-    # whole notebook. But a
-    # cell that hit its time limit and was interrupted keeps nbgrader's rule: no "idle" then means the
-    # kernel did not stop, and the notebook ends there ("did not stop when interrupted").
+    # whole notebook. But a cell that hit its time limit and was interrupted keeps nbgrader's rule: no "idle" then
+    # means the kernel did not stop, and the notebook ends there ("did not stop when interrupted").
     async def async_execute_cell(self, *args, **kwargs):
         self.raise_on_iopub_timeout = False
         # a connection ZeroMQ dropped for an earlier cell's message is connected again: this cell's outputs count
