@@ -32,7 +32,18 @@ from .grading.sandbox.box import unavailable_reason
 from .grading.sandbox.limits import enforced_limits
 from .site import build as site_build
 from .site.mermaid import MermaidError
-from .stack import broker, cluster, console, jars, jupyter, jvm_archives, kafka, make_archives, translations
+from .stack import (
+    broker,
+    cluster,
+    console,
+    jars,
+    jupyter,
+    jvm_archives,
+    kafka,
+    make_archives,
+    translations,
+    worker_bytecode,
+)
 from .stack.doctor import diagnose, report
 from .stack.java import JavaError
 from .stack.paths import project_root
@@ -48,6 +59,8 @@ def cmd_fetch(args) -> int:
     if args.archives or not chosen:  # `streamlab fetch`: the jars, then the JVMs' start-up archives
         kinds = None if args.archives in (None, "all") else args.archives.split(",")
         make_archives.make_missing(kinds, quiet=args.quiet)
+        for line in worker_bytecode.compile_workers_zips():  # once: Spark's Python workers load bytecode
+            print(f"Compiled PySpark for Spark's Python workers: {line}")
     return 0
 
 
@@ -175,6 +188,7 @@ def cmd_lab(args) -> int:
     own_broker = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     make_archives.make_missing(["spark-driver", *(["kafka-broker", "kafka-tools"] if own_broker else [])],
                                quiet=True)
+    worker_bytecode.compile_workers_zips()  # the same, for PySpark's modules in Spark's Python workers
     if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
         print(f"Using Kafka at {os.environ['KAFKA_BOOTSTRAP_SERVERS']} (KAFKA_BOOTSTRAP_SERVERS).")
     else:
