@@ -37,7 +37,7 @@ WINDOW_SIZE = 6                                                          # Part 
 QUIET_MS = 10_000                                                        # Part C: quiet after this, in event time
 QUIET_DELAY_MS = 5_000                                                   # Part C's watermark
 LATE_S = 10                                                              # Part D: behind by more = late
-REPLAY_SIZES = (10, 50)                                                  # Part D: records per micro-batch
+REPLAY_SIZES = (25, 75)                                                  # Part D: records per micro-batch
 
 
 # ----------------------------------------------------------------------------- reading the artifacts

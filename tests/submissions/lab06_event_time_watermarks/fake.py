@@ -104,7 +104,7 @@ def _forge_checkpoint(path):
 _count_rows, _pending_state, _timers = _count_windows()
 _FAKES = {"lab06-safe": _windows(10, 10, True, _table), "lab06-tighter": _windows(10, 10, True),
           "lab06-sliding": _windows(20, 10, False),
-          "lab06-count": _count_rows, "lab06-flags-10": _flags(), "lab06-flags-50": _flags(),
+          "lab06-count": _count_rows, "lab06-flags-25": _flags(), "lab06-flags-75": _flags(),
           "None": _windows(10, 10, True)}
 
 
