@@ -85,12 +85,32 @@ def compile_zip(path: Path) -> int:
     return added
 
 
+def workers_running() -> list[int]:
+    """The process ids of Spark's Python workers running now (``python -m pyspark.daemon`` and the like)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        command = proc.info["cmdline"] or []
+        if any(a == "-m" and b.startswith("pyspark.") for a, b in zip(command, command[1:])):
+            found.append(proc.info["pid"])
+    return found
+
+
 def compile_workers_zips() -> list[str]:
-    """Compile the workers' zips that are not compiled yet; returns what was done or why not, one line each."""
+    """Compile the workers' zips that are not compiled yet; returns what was done or why not, one line each.
+
+    Not while a worker of Spark's runs: Python keeps a zip's table of contents from when it first read it, and a
+    worker (or one forked from it) importing a module after the zip was replaced would read the new file where the
+    old one had the module. The next ``streamlab fetch`` or ``streamlab lab`` compiles them."""
     done = []
     for path in workers_zips():
         try:
             if is_compiled(path):
+                continue
+            running = workers_running()
+            if running:
+                done.append(f"{path.name}: left as it is for now ({len(running)} of Spark's Python workers running)")
                 continue
             done.append(f"{path.name}: {compile_zip(path)} modules compiled")
         except (OSError, zipfile.BadZipFile) as err:

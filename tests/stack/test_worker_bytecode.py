@@ -62,9 +62,27 @@ def test_a_zip_that_cannot_be_written_is_left_as_it_is(tmp_path, monkeypatch):
         raise PermissionError(13, "Permission denied", str(tmp_path))
 
     monkeypatch.setattr(worker_bytecode.tempfile, "mkstemp", read_only_folder)
+    monkeypatch.setattr(worker_bytecode, "workers_running", lambda: [])  # (other tests' Spark may run beside this)
     said = worker_bytecode.compile_workers_zips()
     assert len(said) == 1 and "left as it is (PermissionError" in said[0], said
     assert _import_from(archive, "pyspark") == "1 __init__.py", "the zip still works, from source"
+
+
+def test_no_zip_is_replaced_while_a_spark_worker_runs(tmp_path, monkeypatch):
+    archive = _zip(tmp_path / "pyspark.zip", {"pyspark/__init__.py": "ANSWER = 1\n"})
+    monkeypatch.setattr(worker_bytecode, "workers_zips", lambda: [archive])
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "pyspark.daemon"])
+    try:  # a process with Spark's worker's command line: `python ... -m pyspark.daemon`
+        assert worker.pid in worker_bytecode.workers_running()
+        said = worker_bytecode.compile_workers_zips()
+    finally:
+        worker.kill()
+        worker.wait()
+    assert len(said) == 1 and "left as it is for now" in said[0], said
+    assert not worker_bytecode.is_compiled(archive)
+    monkeypatch.setattr(worker_bytecode, "workers_running", lambda: [])  # (other tests' Spark may run beside this)
+    assert worker_bytecode.compile_workers_zips() == ["pyspark.zip: 1 modules compiled"], "once none runs"
+    assert worker_bytecode.is_compiled(archive)
 
 
 def test_spark_workers_load_pyspark_compiled(spark):
