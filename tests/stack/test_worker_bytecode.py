@@ -92,4 +92,6 @@ def test_spark_workers_load_pyspark_compiled(spark):
         return pyspark.__file__
 
     [where] = spark.sparkContext.parallelize([0], 1).map(loaded_from).collect()
-    assert "pyspark.zip" in where and where.endswith(".pyc"), where
+    assert "pyspark.zip" in where and where.endswith(".pyc"), \
+        (f"Spark's workers import PySpark from source ({where}): `.venv/bin/streamlab fetch --archives` compiles it, "
+         f"when no Spark session runs")
