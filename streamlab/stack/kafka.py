@@ -293,8 +293,10 @@ def read_topic(topic: str, *, limit: int = 1000, timeout_s: float = 10, max_reco
             left_s = deadline - time.monotonic()
             if left_s <= 0:
                 break
+            # With a bound, one record a poll: kafka-python decodes every record it hands back (a gzip'd 48 MB record
+            # is about 50 kB on the wire, and one fetch brought five), so each is looked at before the next is decoded.
             fetched = consumer.poll(timeout_ms=int(min(left_s, 1.0) * 1000),
-                                    max_records=min(limit - len(records), 500))  # 500: as its own iterator
+                                    max_records=1 if max_record_bytes is not None else min(limit - len(records), 500))
             for _, messages in sorted(fetched.items(), key=lambda kv: kv[0].partition):
                 for message in messages:
                     size = max(len(message.key or b""), len(message.value or b""))
