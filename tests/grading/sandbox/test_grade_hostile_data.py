@@ -109,7 +109,7 @@ sl.new_checkpoint = _divert(_new_checkpoint, {"lab01-requests"})
 from kafka import KafkaProducer
 topic = _new_topic("lab01-requests-out")
 producer = KafkaProducer(bootstrap_servers=sl.bootstrap_servers(), compression_type="gzip",
-                         max_request_size=200 * 2**20, buffer_memory=256 * 2**20)
+                         max_request_size=200 * 2**20)
 value = b'{"batch_id": 0, "path": "' + b"a" * (48 * 2**20) + b'", "count": 1}'
 for _ in range(12):
     producer.send(topic, value).get(timeout=60)
