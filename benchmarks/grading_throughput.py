@@ -113,15 +113,13 @@ GOAL_S = 18  # seconds per submission: a class of 200 in an hour
 
 
 def class_table(copies: int, labs: list[str] | None = None) -> int:
-    """Each lab (of ``labs``: names or their first words, e.g. lab06; all when None) graded as a class (``copies``
+    """Each lab (of ``labs``: names or unique prefixes, e.g. lab06; all when None) graded as a class (``copies``
     copies of its reference, two jobs, sandboxed): seconds per submission."""
     print(f"a class of each lab: {copies} copies of its reference, --jobs 2, sandboxed; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'lab':<32} {'total s':>8} {'per submission s':>17} {'class of 200 min':>17} {'goal':>5}  scores")
     per_lab = []
-    for lab in grading.find_labs():
-        if labs and not any(lab == name or lab.split("_")[0] == name for name in labs):
-            continue
+    for lab in [grading.resolve_lab(name) for name in labs] if labs else grading.find_labs():
         reference = grading.reference_notebook(lab, grading.lab_notebooks(lab)[0])
         with tempfile.TemporaryDirectory(prefix="streamlab-bench-class-") as tmp:
             folder = Path(tmp) / "submissions"

@@ -60,7 +60,7 @@ def cmd_fetch(args) -> int:
         kinds = None if args.archives in (None, "all") else args.archives.split(",")
         make_archives.make_missing(kinds, quiet=args.quiet)
         for line in worker_bytecode.compile_workers_zips():  # once: Spark's Python workers load bytecode
-            print(f"Compiled PySpark for Spark's Python workers: {line}")
+            print(f"PySpark for Spark's Python workers: {line}")
     return 0
 
 
