@@ -4,7 +4,8 @@ The processes Spark starts for Python code that runs inside a query (``transform
 ``pyspark.daemon`` they are forked from) put ``$SPARK_HOME/python/lib/pyspark.zip`` first on their path, ahead of
 the installed ``pyspark`` (``PythonWorkerFactory``; with pip's pyspark, ``SPARK_HOME`` is the package itself). The
 zip holds source only, and Python never writes bytecode into a zip: every worker compiled each PySpark module it
-imported, again and again (lab 06's reference, graded: 12 s of CPU in Spark's Python workers before, 9 s after).
+imported, again and again (lab 06's reference, graded: 12 s of CPU in Python processes, Spark's workers and the
+grader's own, before; 9 s after).
 
 ``compile_workers_zips()`` (``streamlab fetch``, so ``make setup``, the Docker image, and ``streamlab lab``) adds the
 compiled module next to each source file in those zips, once. The bytecode is hash-checked: Python loads it only while
