@@ -9,8 +9,8 @@ How a lab is written for it (see docs/contributors.md, "Writing a lab"):
 
 * each graded part's locked cells make the part leave artifacts with fixed names: a checkpoint
   from ``sl.new_checkpoint("lab02-dedup")`` and topics from ``sl.new_topic("lab02-dedup-out")``;
-  a query's output reaches a topic through ``sl.run_to_end(..., output_topic=topic)`` (Spark
-  writes it, batch by batch, with each row's ``batch_id``);
+  a query's output reaches a topic through ``sl.run_to_end(..., output_topic=topic)`` (sent batch
+  by batch, before each batch commits, with each row's ``batch_id``);
 * beside the solution notebook, ``solutions/<lab>/hidden_checks.py`` (never released to students) holds
   one function per part, decorated with the test cells it confirms::
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from ..stack.kafka import bootstrap_servers
+from ..stack.kafka import bootstrap_servers, send_values
 from ..stack.session import spark as get_spark
 
 
@@ -52,9 +52,9 @@ class BatchCollector:
         query.awaitTermination(60)
         collect.frame()   # pandas DataFrame with a batch_id column
 
-    ``BatchCollector(copy_to_topic=topic)`` also writes every batch to a Kafka topic, one JSON
-    record per row with its ``batch_id`` (Spark writes them, in the same micro-batch): graded labs
-    use it so the grader can check a query's output from outside the notebook.
+    ``BatchCollector(copy_to_topic=topic)`` also sends every batch to a Kafka topic, one JSON record
+    per row with its ``batch_id``, made by Spark's ``to_json`` and sent before the micro-batch
+    commits: graded labs use it so the grader can check a query's output from outside the notebook.
     """
 
     def __init__(self, copy_to_topic: str | None = None):
@@ -74,14 +74,15 @@ class BatchCollector:
         if not self.copy_to_topic:
             rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
         else:
-            # Two actions on one batch would run the query's plan (and its stateful operators) twice,
-            # doubling their metrics: compute the batch once, then use it twice.
-            batch_df.persist()
-            try:
-                rows = [dict(row.asDict(recursive=True), batch_id=batch_id) for row in batch_df.collect()]
-                write_batch_to_topic(batch_df, batch_id, self.copy_to_topic)
-            finally:
-                batch_df.unpersist()
+            # One Spark job computes each row and its record together (a second action would run the query's
+            # plan, and its stateful operators, again); the records then go to Kafka from here, which costs a
+            # fraction of a second less per micro-batch than a Spark job that writes them.
+            from pyspark.sql import functions as F
+
+            tagged = batch_df.withColumn("batch_id", F.lit(batch_id))
+            both = tagged.select(F.struct("*").alias("row"), F.to_json(F.struct("*")).alias("value")).collect()
+            rows = [pair.row.asDict(recursive=True) for pair in both]
+            send_values(self.copy_to_topic, [pair.value for pair in both])
         with self._lock:
             self._rows.extend(rows)
 

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -198,6 +199,30 @@ def produce(topic: str, records: Iterable[Any], *, key: str | Callable[[Any], An
     finally:
         producer.close()
     return count
+
+
+_SENDERS: dict[str, Any] = {}  # broker address -> the producer send_values() keeps for this process
+_SENDERS_LOCK = threading.Lock()
+
+
+def send_values(topic: str, values: Iterable[str | bytes]) -> int:
+    """Send ``values`` (strings as UTF-8) to ``topic`` and wait until Kafka has them all; returns how many.
+
+    For many small sends, such as a query's every micro-batch (``BatchCollector``): the producer is made once
+    per process and broker address and kept, where ``produce`` makes one per call. A value Kafka refuses
+    raises its error here."""
+    from kafka import KafkaProducer
+
+    servers = bootstrap_servers()
+    with _SENDERS_LOCK:
+        producer = _SENDERS.get(servers)
+        if producer is None:
+            producer = _SENDERS[servers] = KafkaProducer(bootstrap_servers=servers, acks="all")
+    sent = [producer.send(topic, value=_encode(value)) for value in values]
+    producer.flush(timeout=60)
+    for record in sent:
+        record.get(timeout=60)
+    return len(sent)
 
 
 def _inspector(**config):
