@@ -258,7 +258,7 @@ def pages_state(run):
 
 def _alarms_input() -> list[dict]:
     """Part C's readings: three sensors, one reading a second, a sensor silent now and then for 40 to 80 s."""
-    return sensor_readings(200, seed=3, silences=0.04)
+    return sensor_readings(100, seed=3, silences=0.04)
 
 
 def _ms(ts: str) -> int:

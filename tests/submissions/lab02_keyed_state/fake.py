@@ -34,7 +34,7 @@ def _expected(part):
         for i, c in enumerate(g["dup_clicks"]):
             if c["event_id"] not in first:
                 first[c["event_id"]] = _when(c["ts"])
-                rows.append({"batch_id": i // 10, "event_id": c["event_id"], "user": c["user"],
+                rows.append({"batch_id": i // 20, "event_id": c["event_id"], "user": c["user"],
                              "page": c["page"], "ts": c["ts"]})
         watermark = max(_when(c["ts"]) for c in g["dup_clicks"]) - timedelta(seconds=2)
         window = timedelta(milliseconds=RESEND_MS)
