@@ -7,8 +7,9 @@ In order (one classroom for the module, on free ports of 127.0.0.1):
     token), each a container with its memory and CPU limits;
   * lesson 01 runs in the three servers at the same time, cell by cell through the hub's proxy (a kernel's
     websocket), its Kafka through each student's door as the student's principal;
-  * lab 01: handed out, the reference answer saved by alice and bob and the blank by mallory, each handing it in
-    with ``streamlab submit``; collected, graded by ``streamlab grade`` (sandboxed), the feedback returned;
+  * lab 01: handed out; the reference answer saved by alice, parts A and B answered by bob (the suite's partial
+    answer), the blank by mallory; each hands it in with ``streamlab submit``; collected, graded by
+    ``streamlab grade`` (sandboxed), the feedback returned;
   * mallory, from her own kernel, tries to list, read, delete and fence alice's topics, groups and transactional
     ids, the broker's other listeners and alice's server: each is refused, and alice's topics are unchanged;
   * a server killed, a broker restarted, a notebook over its memory limit: no student's work is lost;
@@ -19,6 +20,7 @@ Run alone with:  python -m pytest -p no:xdist -m docker tests/docker/test_classr
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -138,8 +140,9 @@ def test_lab_01_goes_out_and_comes_back_through_the_hub(classroom):
     assert hub.hand_out(LAB, directory=classroom["dir"], say=lambda _: None) == \
         dict.fromkeys(STUDENTS, "already has it (kept)"), "a second hand-out never writes over a student's work"
     reference = json.loads(nbformat.writes(grading.reference_notebook(LAB, LAB)))
-    for name in ("alice", "bob"):  # their answers, saved as JupyterLab saves them
-        assert the_hub.put_file(name, f"labs/{LAB}/{LAB}.ipynb", reference, notebook=True) == 200
+    bobs_score, bobs = _partly_answered()
+    for name, answer in (("alice", reference), ("bob", bobs)):  # their answers, saved as JupyterLab saves them
+        assert the_hub.put_file(name, f"labs/{LAB}/{LAB}.ipynb", answer, notebook=True) == 200
     for name in STUDENTS:
         kernel = the_hub.kernel(name, f"labs/{LAB}/{LAB}.ipynb")
         try:
@@ -157,13 +160,25 @@ def test_lab_01_goes_out_and_comes_back_through_the_hub(classroom):
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {row["student"]: row for row in csv.DictReader((grades / "grades.csv").open())}
-    assert {name: float(rows[name]["score"]) == float(rows[name]["max_score"]) for name in STUDENTS} == \
-        {"alice": True, "bob": True, "mallory": False}, rows
-    assert float(rows["mallory"]["score"]) == 0
+    assert {name: float(rows[name]["score"]) for name in STUDENTS} == \
+        {"alice": float(rows["alice"]["max_score"]), "bob": bobs_score, "mallory": 0}, rows
     assert hub.return_feedback(LAB, grades, directory=classroom["dir"], say=lambda _: None) == \
         dict.fromkeys(STUDENTS, "returned")
     status, page = the_hub.contents("alice", f"feedback/{LAB}.html")
     assert status == 200 and page["content"] == (grades / "feedback" / "alice.html").read_text(), "alice has her page"
+
+
+def _partly_answered() -> tuple[float, dict]:
+    """Lab 01 as handed out, with the answers of tests/submissions' partial.py typed in (parts A and B; part C
+    left as it was), and the score the suite's grading test gives it."""
+    path = ROOT / "tests" / "submissions" / LAB / "partial.py"
+    spec = importlib.util.spec_from_file_location("partial_lab01", path)
+    partial = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(partial)
+    notebook = grading.released_notebook(LAB, LAB)
+    for cell in grading.answer_cells(notebook):
+        cell.source = partial.ANSWERS.get(cell.metadata.nbgrader.grade_id, cell.source).strip("\n")
+    return float(partial.EXPECTED_SCORE), json.loads(nbformat.writes(notebook))
 
 
 HOSTILE = textwrap.dedent("""
