@@ -66,6 +66,8 @@ ACL_WAIT_S = 30                   # at most, for the broker to show new ACLs (it
 KERNEL_RECONNECT_WAIT_S = 2       # for a kernel socket connected again (ZeroMQ dropped it for a message past
                                   # KERNEL_MESSAGE_BYTES) to finish its handshake with the kernel (it takes ~1 ms)
 KERNEL_SUBSCRIBE_WAIT_S = 0.05    # then for its subscription to reach the kernel, before the next cell runs
+INTERRUPT_GRACE_S = 30            # for a cell interrupted at its time limit to stop, before the notebook ends there
+                                  # (nbclient waits 4 s: under the suite's load an awaitTermination() took longer)
 
 # -- What the grader reads, keeps and shows of what a submission made, besides the bounds above
 STUDENT_ID_CHARS = 100            # a student's id: the submitted file's or folder's name

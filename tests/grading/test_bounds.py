@@ -252,6 +252,31 @@ def test_the_grader_walks_a_work_folder_nested_past_path_max_without_failing(nes
     assert untrusted_folder(work, readable=True) == ["data/link"]
 
 
+SLOW_TO_STOP = """
+import time
+try:
+    time.sleep(600)
+except KeyboardInterrupt:  # interrupted at its time limit: it stops, but takes a while (cleanup, a loaded machine)
+    time.sleep(8)
+    raise
+"""
+
+
+def test_a_cell_slow_to_stop_when_interrupted_costs_only_itself(tmp_path):
+    """A cell that reaches its time limit is interrupted, and one that then stops, however slowly, costs only itself.
+    nbclient gave the kernel 4 s to say it had stopped, then ended the notebook there: every later part was lost
+    (lab 01's h_slow_cell, whose awaitTermination() took longer than that under the suite's load). The grace is
+    bounds.INTERRUPT_GRACE_S."""
+    assert bounds.INTERRUPT_GRACE_S > 8 + 4
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SLOW_TO_STOP.strip()),
+                                         nbformat.v4.new_code_cell("print('the next cell ran')")])
+    execute = BoundedExecute(timeout=2, kernel_name="python3")
+    ran, _ = execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert "KeyboardInterrupt" in [o.get("ename") for o in ran.cells[0].outputs if o.output_type == "error"]
+    assert [o.get("text") for o in ran.cells[1].outputs] == ["the next cell ran\n"]
+    assert execute.iopub_timeout < bounds.INTERRUPT_GRACE_S, "the grace is for the interrupted cell alone"
+
+
 def test_every_bound_is_here():
     """A limit is a line of bounds.py, named by what it bounds, never a constant of the module that enforces it: a
     module-level number named like a bound (MAX_..., ..._BYTES, ..._MB, ..._S, ...) anywhere else in the grader fails

@@ -16,7 +16,7 @@ from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
 from traitlets import Unicode
 
-from ..bounds import CELL_OUTPUT_BYTES, MB, NOTEBOOK_OUTPUT_BYTES
+from ..bounds import CELL_OUTPUT_BYTES, INTERRUPT_GRACE_S, MB, NOTEBOOK_OUTPUT_BYTES
 
 
 def _size(msg) -> int:
@@ -32,9 +32,14 @@ class BoundedExecute(Execute):
     # A kernel message over KERNEL_MESSAGE_BYTES is dropped by ZeroMQ with its connection (connected again before
     # the next cell); a cell whose "idle" was dropped with it ends after iopub_timeout instead of failing the
     # whole notebook. But a cell that hit its time limit and was interrupted keeps nbgrader's rule: no "idle" then
-    # means the kernel did not stop, and the notebook ends there ("did not stop when interrupted").
+    # means the kernel did not stop, and the notebook ends there ("did not stop when interrupted"). It is given
+    # INTERRUPT_GRACE_S to stop, not nbclient's 4 s: a loaded machine can take longer to stop a cell that
+    # stops, and ending the notebook there costs every later part.
     async def async_execute_cell(self, *args, **kwargs):
         self.raise_on_iopub_timeout = False
+        if self._configured_iopub_timeout is None:
+            self._configured_iopub_timeout = self.iopub_timeout
+        self.iopub_timeout = self._configured_iopub_timeout
         # a connection ZeroMQ dropped for an earlier cell's message is connected again: this cell's outputs count
         reconnect = getattr(self.kc, "reconnect_dropped", None)
         if reconnect is not None:
@@ -43,8 +48,11 @@ class BoundedExecute(Execute):
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds its own at class level
 
+    _configured_iopub_timeout = None  # iopub_timeout as configured, for every cell that was not interrupted
+
     async def _async_handle_timeout(self, timeout, cell=None):
         self.raise_on_iopub_timeout = True
+        self.iopub_timeout = max(self.iopub_timeout, INTERRUPT_GRACE_S)
         return await super()._async_handle_timeout(timeout, cell)
 
     def preprocess(self, nb, resources=None, km=None):
