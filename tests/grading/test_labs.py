@@ -192,3 +192,33 @@ def test_config_grades_as_promised(tmp_path):
         submission = gradebook.find_submission("probe", "someone")
         scores = {g.name: g.score for nb_ in submission.notebooks for g in nb_.grades}
     assert scores == {f"probe{i}": points for i, (_, points) in enumerate(PROBE)}
+
+
+@pytest.mark.filterwarnings("ignore:Object of type .* not in session")  # nbgrader's gradebook internals
+def test_a_new_gradebook_reads_its_version_without_a_new_python(tmp_path, monkeypatch):
+    """nbgrader asks `alembic heads` in a new Python process for each new gradebook (3-5 s); the course reads the
+    same version in its own process. The gradebook still records exactly what `alembic heads` prints."""
+    import subprocess
+
+    import nbgrader.api
+    from nbgrader.api import Gradebook
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from streamlab.grading.labs import with_scripts_on_path
+
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as alembic_ini:
+        printed = subprocess.check_output(["alembic", "-c", alembic_ini, "heads"], text=True,
+                                          env=with_scripts_on_path(dict(os.environ)))
+    alembics_own = printed.split("\n")[0].split(" ")[0]
+
+    def no_new_python(*args, **kwargs):
+        raise AssertionError(f"a new process for the gradebook's version: {args}")
+
+    monkeypatch.setattr(nbgrader.api.sp, "check_output", no_new_python)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("a lab")])
+    (tmp_path / "solutions" / "probe").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "solutions" / "probe" / "probe.ipynb")
+    grading.generate_assignment(tmp_path, "probe")  # makes the gradebook; raises GradingError if nbgrader fails
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        recorded = gradebook.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
+    assert recorded == alembics_own
