@@ -29,14 +29,14 @@ before the victims, whose right grades are asserted:
     zz_victim    the reference answers, graded last, after every attacker -> full marks, under its own name
 
 And the third round, against what submissions *share* (the slot's log, the broker, the worker's memory, the
-grader's words and files), each family an attacker, with a reference graded right after the broker's heap:
+grader's words and files), each family an attacker, with the reference answers graded right after the broker's
+heap:
 
     i_stderr     1.3 GB to its stderr (the old grader's slot log reached 1 GB: every later kernel in that slot
                  died at its first write, EFBIG, and was "crashed")       -> limit exceeded (disk), its own
     j_heap       64 connections at once, each one 16 MB request, then 64 of 2 MB (the old door's caps: the
                  broker's 512 MB heap ran out, the next two references were 0/10 with NoBrokersAvailable); then
                  its kernel ends itself (its own lab stalled minutes behind its requests) -> crashed, its own
-    jz_reference the reference, graded right after j_heap                 -> full marks
     (f_tenancy)  a topic of its own with segment.ms=1, and the same config altered onto another (the broker
                  opened a file per request until it died, and stayed down) -> refused: creating by the door,
                  altering by Kafka (the principal has no ALTER_CONFIGS)
@@ -46,9 +46,10 @@ grader's words and files), each family an attacker, with a reference graded righ
                  3.7 GB worker)                                            -> the update is not kept
     o_expand     a 20 MB notebook whose metadata holds 7 million objects (the worker grew past 14 GB)
                                                                           -> invalid notebook, never parsed
-    p_words      the reference answers, but Part B's count column is named OutOfMemoryError and holds "2.0", which
-                 a check's message quotes (the old runner read the words as the checks' JVM failing: a grader
-                 error, run after run)                                    -> graded: Part B fails, the rest counts
+    jz_words     the reference answers, graded right after j_heap, but Part B's count column is named
+                 OutOfMemoryError and holds "2.0", which a check's message quotes (the old runner read the words as
+                 the checks' JVM failing: a grader error, run after run) -> graded: Part B fails, every other part
+                 earns its points (the broker serves the submission after j_heap)
     worker1      the blank lab, under the id whose log was the slot's own (it truncated it) -> graded, its
                  own log in logs/, the grader's whole in grader/
 """
@@ -280,7 +281,7 @@ for _ in range(1000):
 update_display({"text/plain": "y" * 900_000}, raw=True, display_id="same")
 print("UPDATED")
 ''',
-    "p_words": '''
+    "jz_words": '''
 from pyspark.sql import functions as F
 def _loud(requests):
     counts = requests.dropDuplicates(["path", "method"]).groupBy("path").count()
@@ -296,7 +297,7 @@ get_ipython().events.register("pre_run_cell", keep)
 }
 
 
-ON_REFERENCE = {"p_words"}  # attacks on the reference answers (the others on the blank lab)
+ON_REFERENCE = {"jz_words"}  # attacks on the reference answers (the others on the blank lab)
 
 
 def _name() -> str:
@@ -338,8 +339,7 @@ def hostile(kafka_bootstrap, tmp_path_factory):
         nbformat.write(with_attack(LAB, head + code, on_reference=student in ON_REFERENCE),
                        submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
-    for student in ("zz_victim", "jz_reference"):
-        nbformat.write(reference, submissions / f"{student}.ipynb")
+    nbformat.write(reference, submissions / "zz_victim.ipynb")
     nbformat.write(grading.released_notebook(LAB, _name()), submissions / "worker1.ipynb")
     blank = nbformat.writes(grading.released_notebook(LAB, _name())).encode()
     at = blank.index(b'"metadata": {') + len(b'"metadata": {')
@@ -396,10 +396,9 @@ def test_the_run_ends_with_exit_0_and_a_row_per_file(hostile):
     assert len(hostile["rows"]) == len(os.listdir(hostile["submissions"]))
 
 
-def test_the_victims_keep_full_marks_under_their_own_names(hostile):
-    for student in ("zz_victim", "jz_reference"):
-        row = _row(hostile, student)
-        assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
+def test_the_victim_keeps_full_marks_under_its_own_name(hostile):
+    row = _row(hostile, "zz_victim")
+    assert (row["status"], row["score"]) == ("graded", row["max_score"]), row
     assert _row(hostile, "zz_victim")["file"].endswith("/zz_victim.ipynb")
 
 
@@ -542,7 +541,7 @@ def test_a_flood_of_stderr_is_its_own_disk_limit_never_the_slots_log(hostile):
     assert crashed == ["j_heap"], "no kernel after it died at its first write (j_heap ends its own)"
 
 
-def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile):
+def test_the_brokers_heap_holds_and_the_next_submission_earns_its_points(hostile):
     # its kernel ends itself after the attack (its own lab stalled minutes behind the requests it had sent)
     row = _row(hostile, "j_heap")
     assert row["status"] == "crashed" and float(row["score"]) == 0, row
@@ -550,6 +549,16 @@ def test_the_brokers_heap_holds_and_the_next_reference_keeps_full_marks(hostile)
     assert refused >= 64, _result(hostile, "j_heap").usage  # every 16 MB request closed at the door
     assert not [r for r in hostile["rows"] if r["status"] == "grader error"], \
         [(r["student"], r["detail"]) for r in hostile["rows"] if r["status"] == "grader error"]
+    # graded next (by name): the reference answers with Part B's column renamed. Its kernel and checks reach the
+    # broker: every part but B earns all its points (the old door's broker gave the next submissions 0)
+    students = [r["student"] for r in hostile["rows"]]
+    assert students[students.index("j_heap") + 1] == "jz_words", students
+    result = _result(hostile, "jz_words")
+    failed = [check for check in result.checks if not check.passed]
+    assert failed and all("OutOfMemoryError" in check.detail for check in failed), result.checks
+    lost = {cell for check in failed for cell in check.cells}
+    cells = {cell.grade_id: cell for cell in result.report.cells}
+    assert result.score == result.max_score - sum(cells[c].max_score for c in lost), (result.score, result.checks)
 
 
 def test_topic_configs_are_refused(hostile):
@@ -582,7 +591,7 @@ def test_a_notebook_that_expands_in_memory_is_refused_unparsed(hostile):
 
 
 def test_a_checks_words_in_the_students_data_are_a_failed_part_not_a_grader_error(hostile):
-    result = _result(hostile, "p_words")
+    result = _result(hostile, "jz_words")
     assert result.status == "graded" and 0 < result.score < result.max_score, result.detail
     assert any("OutOfMemoryError" in check.detail for check in result.checks), result.checks
 
