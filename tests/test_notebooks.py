@@ -7,11 +7,15 @@ Any error in any cell fails the test, and so does a cell that runs longer than C
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from streamlab.site import executed
@@ -29,8 +33,16 @@ CELL_TIMEOUT = executed.CELL_TIMEOUT
 
 
 def _client(nb, path: Path) -> NotebookClient:
-    return NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
-                          resources={"metadata": {"path": str(path.parent)}})
+    """A client for ``nb``, its kernel in ``path``'s folder. The kernel talks over IPC files in a folder of its own,
+    not TCP ports: jupyter_client picks free ports, then the kernel binds them, and on a busy machine another
+    process took one in between ("ZMQError: Address already in use", the kernel dead before it replied: lesson 04b
+    in a fresh clone's heavy tier)."""
+    sockets = tempfile.mkdtemp(prefix="streamlab-kernel-")  # short: an IPC path has at most 107 bytes
+    manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "ipc"))
+    client = NotebookClient(nb, km=manager, timeout=CELL_TIMEOUT, allow_errors=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    weakref.finalize(client, shutil.rmtree, sockets, True)
+    return client
 
 
 def test_there_are_notebooks():
