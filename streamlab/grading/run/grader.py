@@ -126,7 +126,8 @@ class Grader:
         if limits is not None:
             self.say(f"Kafka: each submission's own topics only, enforced by Kafka's ACLs ({self.sandbox_listener})"
                      if self.sandbox_listener else
-                     f"Kafka: the broker at {self.bootstrap} has no SANDBOX listener (streamlab's brokers do), so "
+                     f"Kafka: the broker at {self.bootstrap} advertises no SANDBOX listener that answers from here "
+                     f"(streamlab's brokers have one; name another Kafka's in STREAMLAB_KAFKA_SANDBOX_SERVERS), so "
                      f"submissions are kept apart by topic prefix only, not by Kafka")
 
     def say(self, text: str) -> None:

@@ -303,8 +303,9 @@ def login(sandbox_servers: str, name: str, password: str, timeout_s: float = 10)
 
 
 def sandbox_servers(bootstrap: str) -> str | None:
-    """The SANDBOX listener's address for the Kafka at ``bootstrap``: ``STREAMLAB_KAFKA_SANDBOX_SERVERS``,
-    else the native broker's own when ``bootstrap`` is that broker; None when there is none."""
+    """The SANDBOX listener's address for the Kafka at ``bootstrap``: ``STREAMLAB_KAFKA_SANDBOX_SERVERS``, else the
+    native broker's own when ``bootstrap`` is that broker, else the one the broker itself advertises (``advertised``:
+    the course's broker started from another data folder); None when there is none."""
     configured = os.environ.get("STREAMLAB_KAFKA_SANDBOX_SERVERS", "").strip()
     if configured:
         return configured
@@ -312,4 +313,53 @@ def sandbox_servers(bootstrap: str) -> str | None:
     saved = broker.saved_state()
     if state.running and state.bootstrap_servers == bootstrap and saved.get("sandbox_port"):
         return f"127.0.0.1:{saved['sandbox_port']}"
+    return advertised(bootstrap)
+
+
+def advertised(bootstrap: str) -> str | None:
+    """The SASL listener named SANDBOX that the broker at ``bootstrap`` advertises, asked of the broker (its
+    ``advertised.listeners``, read as the PLAINTEXT super user), when this process can open a connection to it;
+    None when the broker has none, does not answer within ``bounds.BROKER_PROBE_S``, or names an address that
+    does not answer from here (a container's own name, say: then ``STREAMLAB_KAFKA_SANDBOX_SERVERS`` names it).
+
+    Without it, a grader whose data folder is not the broker's (``STREAMLAB_DATA_DIR`` set, another checkout, the
+    broker started by hand) found no saved state and graded with topic prefixes only, and a submission listed,
+    read and deleted another tenant's consumer group."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    try:  # nothing listens there (a refused connection is told at once; the admin client would retry for 15 s)
+        socket.create_connection((host, int(port)), timeout=bounds.BROKER_PROBE_S).close()
+    except (OSError, ValueError):
+        return None
+    wait_ms = int(bounds.BROKER_PROBE_S * 1000)
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="streamlab-grader", request_timeout_ms=wait_ms,
+                                 api_version_auto_timeout_ms=wait_ms)
+    except Exception:  # noqa: BLE001 - no broker answers there: no listener to name
+        return None
+    try:
+        node = admin.describe_cluster()["brokers"][0]["node_id"]
+        wanted = {"advertised.listeners": None, "listener.security.protocol.map": None}
+        responses = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(node), wanted)])
+        entries = {entry[0]: entry[1] or "" for response in responses for resource in response.resources
+                   for entry in resource[4]}
+    except Exception:  # noqa: BLE001 - a broker that does not say: no listener to name
+        return None
+    finally:
+        admin.close()
+    protocols = dict(pair.split(":", 1) for pair in entries.get("listener.security.protocol.map", "").split(",")
+                     if ":" in pair)
+    if not protocols.get(SANDBOX_LISTENER, "").startswith("SASL_"):
+        return None
+    for listener in entries.get("advertised.listeners", "").split(","):
+        name, _, address = listener.partition("://")
+        host, _, port = address.rpartition(":")
+        if name == SANDBOX_LISTENER and host and port.isdigit():
+            try:
+                socket.create_connection((host, int(port)), timeout=bounds.BROKER_PROBE_S).close()
+            except OSError:
+                return None
+            return f"{host}:{port}"
     return None

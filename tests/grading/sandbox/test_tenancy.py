@@ -6,6 +6,7 @@ it), and from inside a real sandbox, whose client knows no password and goes thr
 """
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import sys
@@ -26,7 +27,8 @@ from kafka.structs import OffsetAndMetadata
 
 from streamlab.grading import bounds
 from streamlab.grading.sandbox import box as sb
-from streamlab.grading.sandbox.tenancy import Principal, produce_quota, sandbox_servers
+from streamlab.grading.sandbox.tenancy import Principal, advertised, produce_quota, sandbox_servers
+from streamlab.stack import broker
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +120,23 @@ def test_a_principal_cannot_change_its_own_topics_configs(principal, listener, k
     finally:
         owner.delete_topics([f"{prefix}a"])
         owner.close()
+
+
+def test_a_grader_whose_data_folder_is_not_the_brokers_asks_the_broker(kafka_bootstrap, listener, tmp_path,
+                                                                        monkeypatch):
+    """The course's broker reached from a data folder it was not started from (STREAMLAB_DATA_DIR set, another
+    checkout): no saved state there says where its SANDBOX listener is, so the grader asks the broker. It used to
+    find none and grade with topic prefixes only ("the broker ... has no SANDBOX listener", which was not true): a
+    submission then listed, read and deleted another tenant's consumer group (test_grade_hostile_data's f_tenancy,
+    whose run now grades from a data folder of its own)."""
+    if "STREAMLAB_KAFKA_SANDBOX_SERVERS" in os.environ:
+        pytest.skip("the tests' Kafka is a container: its SANDBOX listener is named by STREAMLAB_KAFKA_SANDBOX_SERVERS")
+    monkeypatch.setenv("STREAMLAB_DATA_DIR", str(tmp_path))
+    assert not broker.status().running and broker.saved_state() == {}, "no broker state in this folder"
+    assert advertised(kafka_bootstrap) == listener
+    assert sandbox_servers(kafka_bootstrap) == listener
+    for nothing in ("127.0.0.1:1", "not an address"):   # nothing listens, or no address: no listener, at once
+        assert advertised(nothing) is None
 
 
 def test_a_principal_has_a_produce_quota_until_it_is_removed(kafka_bootstrap, listener):
