@@ -7,16 +7,11 @@ Any error in any cell fails the test, and so does a cell that runs longer than C
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
-import weakref
 from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 
 from streamlab.site import executed
 
@@ -32,21 +27,29 @@ def draws_a_state_view(cell) -> bool:
 CELL_TIMEOUT = executed.CELL_TIMEOUT
 
 
-def _client(nb, path: Path) -> NotebookClient:
-    """A client for ``nb``, its kernel in ``path``'s folder. The kernel talks over IPC files in a folder of its own,
-    not TCP ports: jupyter_client picks free ports, then the kernel binds them, and on a busy machine another
-    process took one in between ("ZMQError: Address already in use", the kernel dead before it replied: lesson 04b
-    in a fresh clone's heavy tier)."""
-    sockets = tempfile.mkdtemp(prefix="streamlab-kernel-")  # short: an IPC path has at most 107 bytes
-    manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(sockets) / "ipc"))
-    client = NotebookClient(nb, km=manager, timeout=CELL_TIMEOUT, allow_errors=False,
-                            resources={"metadata": {"path": str(path.parent)}})
-    weakref.finalize(client, shutil.rmtree, sockets, True)
-    return client
+def _client(nb, path: Path):
+    """The lessons' client (``executed.lesson_client``): a fresh kernel in ``path``'s folder, over IPC files."""
+    return executed.lesson_client(nb, path.parent)
 
 
 def test_there_are_notebooks():
     assert [p.name for p in NOTEBOOKS][:2] == ["00_setup.ipynb", "01_stateless_vs_stateful.ipynb"]
+
+
+def test_a_lessons_kernel_talks_over_ipc_and_is_gone_when_the_lesson_ends(tmp_path):
+    """The lessons' client owns its kernel: a kernel left running keeps its Spark driver, and on a cluster the
+    application never finishes (once, when the client was handed a kernel manager it did not own)."""
+    import psutil
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[new_code_cell("import os, json\n"
+                                           "print(os.getpid(), json.load(open(get_ipython().kernel.config"
+                                           "['IPKernelApp']['connection_file']))['transport'])")])
+    client = _client(nb, tmp_path / "lesson.ipynb")
+    client.execute()
+    pid, transport = nb.cells[0].outputs[0].text.split()
+    assert transport == "ipc"
+    assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE
 
 
 def test_lessons_sort_in_course_order_and_each_names_the_next():

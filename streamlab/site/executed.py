@@ -61,13 +61,33 @@ def run_lesson(source: Path, timeout: int = CELL_TIMEOUT):
     """Execute a lesson top to bottom on a fresh kernel, in its own folder; returns the notebook with
     its outputs. A cell that raises (or runs longer than ``timeout`` s) raises here."""
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.read(source, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=False,
-                   resources={"metadata": {"path": str(Path(source).parent)}}).execute()
+    lesson_client(nb, Path(source).parent, timeout).execute()
     nb.metadata.setdefault("streamlab", {})[SOURCE_KEY] = source_hash(source)
     return nb
+
+
+def lesson_client(nb, folder: Path, timeout: int = CELL_TIMEOUT):
+    """An nbclient ``NotebookClient`` for ``nb`` on a fresh ``python3`` kernel in ``folder``; ``execute()`` starts the
+    kernel and shuts it down. The kernel talks over IPC files in a folder of its own, not TCP ports: jupyter_client
+    picks free ports and the kernel binds them later, and on a busy machine another process took one in between
+    (the kernel died before it replied, "ZMQError: Address already in use")."""
+    import shutil
+    import tempfile
+    import weakref
+
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+
+    sockets = tempfile.mkdtemp(prefix="streamlab-kernel-")  # short: an IPC path has at most 107 bytes
+    # Configured, not handed a KernelManager: a client given one does not own it, and leaves the kernel (and its
+    # Spark driver) running after execute().
+    ipc = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "kernel")}})
+    client = NotebookClient(nb, config=ipc, kernel_name="python3", timeout=timeout, allow_errors=False,
+                            resources={"metadata": {"path": str(folder)}})
+    weakref.finalize(client, shutil.rmtree, sockets, True)
+    return client
 
 
 def save(nb, source: Path) -> Path:
