@@ -26,6 +26,7 @@ from test_notebooks import ROOT, _client
 
 from streamlab.stack.broker import port_is_free
 from streamlab.stack.cluster import CLUSTER_SETTINGS
+from streamlab.stack.java import QUICK_JIT, SMALL_HEAP_GC
 
 # Under pytest-xdist the whole module runs in one worker (tests/conftest.py's group_of: the group "cluster"): one
 # cluster, notebooks one by one. (An xdist_group mark did this before the course's scheduler; without xdist, as in the
@@ -162,6 +163,10 @@ _sc = spark.sparkContext
 _check = {{"app": _sc.applicationId, "master": _sc.master,
           "executor_python": sorted(set(_sc.parallelize(range(4), 2).map(lambda _: _sys.executable).collect())),
           "placement": _placement(spark, str({query})).to_dict(orient="records")}}
+import psutil as _psutil
+_check["executor_jvms"] = [_p.info["cmdline"] for _p in _psutil.process_iter(["cmdline"])
+                           if "CoarseGrainedExecutorBackend" in str(_p.info["cmdline"])
+                           and _check["app"] in (_p.info["cmdline"] or [])]
 """
 # A StatefulProcessor of the course package (the one notebook 07 uses): the executors unpickle and run it.
 PACKAGE_PROCESSOR = """
@@ -206,6 +211,8 @@ def test_notebook_runs_unchanged_on_the_cluster(name, cluster, kafka_bootstrap, 
     check = json.loads(line.removeprefix("CLUSTER-CHECK "))
     assert check["master"] == cluster.url
     assert check["executor_python"] == [sys.executable], "executors must run the course's Python"
+    assert len(check["executor_jvms"]) == 2 and all({QUICK_JIT, SMALL_HEAP_GC} <= set(cmd)
+                                                    for cmd in check["executor_jvms"]), check["executor_jvms"]
     if "processor_counts" in check:
         assert check["processor_counts"] == check["expected_counts"]
     # State partitions 0 and 1 ran as tasks on two different executors (1 core each).

@@ -27,6 +27,8 @@ def test_spark_session_is_ready_for_the_course(spark):
     jvm = spark.sparkContext._jvm.java.lang.management.ManagementFactory
     collectors = {bean.getName() for bean in jvm.getGarbageCollectorMXBeans()}
     assert collectors == {"Copy", "MarkSweepCompact"}, f"the driver runs the serial collector: {collectors}"
+    executor_opts = spark.sparkContext.getConf().get("spark.executor.extraJavaOptions").split()
+    assert QUICK_JIT in executor_opts and SMALL_HEAP_GC in executor_opts, "a cluster's executors are light JVMs too"
 
 
 def test_unknown_state_store_is_refused_before_spark_starts():
