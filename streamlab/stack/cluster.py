@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .broker import port_is_free
-from .java import require_java
+from .java import QUICK_JIT, SMALL_HEAP_GC, require_java
 from .jvm_archives import jvm_options
 from .paths import data_dir
 from .spark_ui import get_json
@@ -203,8 +203,9 @@ def _check_ports(ports: dict[str, int]) -> None:
 
 def _launch(role: str, args: list[str], daemon_memory: str, log: Path) -> subprocess.Popen:
     env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=HOST, SPARK_DAEMON_MEMORY=daemon_memory,
-               # the marker stop() recognises its processes by, and the role's start-up archive
-               SPARK_DAEMON_JAVA_OPTS=" ".join([f"-Dstreamlab.cluster={home()}",
+               # the marker stop() recognises its processes by, the role's start-up archive, and the light JVM's
+               # compiler and collector (the master and the worker only pass messages)
+               SPARK_DAEMON_JAVA_OPTS=" ".join([f"-Dstreamlab.cluster={home()}", QUICK_JIT, SMALL_HEAP_GC,
                                                 *jvm_options(f"spark-{role}")]),
                # the worker removes the work dirs of applications that finished a day ago
                SPARK_WORKER_OPTS="-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.appDataTtl=86400")

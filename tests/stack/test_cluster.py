@@ -149,6 +149,9 @@ def test_start_prints_the_master_url_and_its_web_ui(cluster):
     assert all(w["memory"] * 1024**2 == _size(CLUSTER_SETTINGS["worker_memory"]) for w in alive)
     status = streamlab("cluster", "status", env=cluster.env)
     assert status.returncode == 0 and cluster.url in status.stdout and "ALIVE" in status.stdout
+    daemons = [p.info["cmdline"] for p in _our_processes(cluster.home) if "java" in p.info["cmdline"][0]]
+    assert len(daemons) == 1 + CLUSTER_SETTINGS["workers"], daemons  # light JVMs: they only pass messages
+    assert all({QUICK_JIT, SMALL_HEAP_GC} <= set(cmd) for cmd in daemons), daemons
 
 
 def _size(text: str) -> int:
