@@ -13,14 +13,15 @@ from pathlib import Path
 
 SUPPORTED_JAVA = (17, 21)
 # Only the quick JIT compiler (C1): for JVMs whose work is short or light (the course's broker, Kafka's
-# tools, the Spark driver of a lesson). They start sooner and leave the cores to the rest.
+# tools, the Spark driver of a lesson, a course cluster's master, worker and executors). They start sooner and leave
+# the cores to the rest.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
-# The serial garbage collector for a lesson's Spark driver (and the grader's): one thread, no concurrent work beside
-# the program. Its heap is 1 GB and its data small; the default (G1 on a machine of 2 processors and 1792 MB or more,
-# the HotSpot GC tuning guide's "Ergonomics") spends more CPU on collecting than such a driver needs. Lab 06's
-# reference, run top to bottom on the idle 2-core machine, alternating: 58.2 and 58.8 CPU-s against 65.2 and 66.4
-# (wall 51.5 s against 55.7 and 56.8); lab 05's 19.0 and 19.3 CPU-s against 21.3 and 23.8. A new session starts as
-# soon (about 4 s either way).
+# The serial garbage collector for a lesson's Spark driver (and the grader's, and a course cluster's JVMs): one
+# thread, no concurrent work beside the program. Its heap is 1 GB and its data small; the default (G1 on a machine of
+# 2 processors and 1792 MB or more, the HotSpot GC tuning guide's "Ergonomics") spends more CPU on collecting than
+# such a driver needs. Lab 06's reference, run top to bottom on the idle 2-core machine, alternating: 58.2 and 58.8
+# CPU-s against 65.2 and 66.4 (wall 51.5 s against 55.7 and 56.8); lab 05's 19.0 and 19.3 CPU-s against 21.3 and
+# 23.8. A new session starts as soon (about 4 s either way).
 SMALL_HEAP_GC = "-XX:+UseSerialGC"
 
 JAVA_FIX = (
