@@ -30,7 +30,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from websocket import create_connection
+from websocket import WebSocketTimeoutException, create_connection
 
 from ..stack import translations
 from ..stack.docker_images import COURSE_IMAGE
@@ -44,6 +44,7 @@ STUDENT_CPUS = 1.0
 HUB_START_S = 60
 SERVER_START_S = 240
 CELL_S = 600  # at most, for one cell of a notebook run through a student's server
+KERNEL_READY_S = 120  # at most, for a student's kernel to answer its first request (a restarted one included)
 
 
 class ClassroomError(RuntimeError):
@@ -333,22 +334,64 @@ class ServerKernel:
                                             {"path": path, "type": "notebook", "kernel": {"name": "python3"}})
         if status != 201:
             raise ClassroomError(f"{user}'s server did not start a kernel for {path} ({status})")
-        url = classroom.url.replace("http", "ws", 1) + f"/user/{user}/api/kernels/{session['kernel']['id']}/channels"
-        self.ws = create_connection(url, header=[f"Authorization: token {classroom.token}"], timeout=CELL_S)
+        # A session id of its own, as JupyterLab sends: without one the server takes every connection for the same
+        # client and may hand a new one the message streams it kept for the last (its log: "No session ID
+        # specified", then "Starting buffering").
         self.session = uuid.uuid4().hex
+        url = (classroom.url.replace("http", "ws", 1) +
+               f"/user/{user}/api/kernels/{session['kernel']['id']}/channels?session_id={self.session}")
+        self.ws = create_connection(url, header=[f"Authorization: token {classroom.token}"], timeout=CELL_S)
+        self._wait_until_ready()
 
-    def run(self, code: str) -> tuple[str, str]:
-        """(status, what it printed, or the error): one cell, to its reply."""
+    def _send(self, msg_type: str, content: dict) -> str:
         msg_id = uuid.uuid4().hex
         self.ws.send(json.dumps({
             "header": {"msg_id": msg_id, "username": self.user, "session": self.session, "date": "",
-                       "msg_type": "execute_request", "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
+                       "msg_type": msg_type, "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [], "content": content}))
+        return msg_id
+
+    def _next(self, deadline: float) -> dict | None:
+        """The next message from the kernel, or None when ``deadline`` (time.monotonic()) has passed. The server's
+        pings, every 30 s, are answered inside ``recv`` and never end a wait: the deadline does."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        self.ws.settimeout(min(remaining, 5))
+        try:
+            return json.loads(self.ws.recv())
+        except WebSocketTimeoutException:
+            return {}
+
+    def _wait_until_ready(self) -> None:
+        """Until the kernel answers a kernel_info_request, asked again every 2 s: a request sent to a kernel that
+        is still (re)starting can be lost with no answer ever coming (a kernel restarted after its memory limit,
+        connected to 3 s later: the test's next cell waited for its reply for an hour)."""
+        deadline, asked = time.monotonic() + KERNEL_READY_S, set()
+        while time.monotonic() < deadline:
+            asked.add(self._send("kernel_info_request", {}))
+            again = min(time.monotonic() + 2, deadline)
+            while (message := self._next(again)) is not None:
+                if message.get("msg_type") == "kernel_info_reply" and \
+                        message.get("parent_header", {}).get("msg_id") in asked:
+                    return
+        raise ClassroomError(f"{self.user}'s kernel did not answer within {KERNEL_READY_S} s: see the log of "
+                             f"{self.user}'s server (`docker logs streamlab-classroom-{self.user}`)")
+
+    def run(self, code: str, timeout: float = CELL_S) -> tuple[str, str]:
+        """(status, what it printed, or the error): one cell, to its reply. Status "died" when the kernel died
+        under it (its memory limit, or it was stopped), "timeout" when no reply came within ``timeout`` seconds."""
+        msg_id = self._send("execute_request", {"code": code, "silent": False, "store_history": True,
+                                                "user_expressions": {}, "allow_stdin": False,
+                                                "stop_on_error": True})
+        deadline = time.monotonic() + timeout
         printed, status, idle = [], None, False
         while status is None or not idle:
-            message = json.loads(self.ws.recv())
+            message = self._next(deadline)
+            if message is None:
+                return "timeout", "".join(printed) + f"\nno reply from the kernel within {timeout:.0f} s"
+            if not message:
+                continue
             if message["msg_type"] == "status" and message["content"]["execution_state"] in ("dead", "restarting"):
                 return "died", "".join(printed) + "\nthe kernel died (its memory limit, or it was stopped)"
             if message.get("parent_header", {}).get("msg_id") != msg_id:

@@ -295,14 +295,15 @@ def test_a_notebook_over_the_memory_limit_loses_its_kernel_not_the_server(classr
     the_hub = classroom["hub"]
     kernel = the_hub.kernel("mallory", f"labs/{LAB}/{LAB}.ipynb")
     try:  # 3.5 GB, every page touched, in a 3 GB container: the kernel is the process the kernel's OOM killer stops
-        status, printed = kernel.run("hog = bytearray(int(3.5 * 2**30))\nhog[::4096] = b'1' * len(hog[::4096])")
+        status, printed = kernel.run("hog = bytearray(int(3.5 * 2**30))\nhog[::4096] = b'1' * len(hog[::4096])",
+                                     timeout=300)
     finally:
         kernel.close()
     assert status == "died", printed
     assert "mallory" in the_hub.running(), "her server stays"
     kernel = the_hub.kernel("mallory", f"labs/{LAB}/{LAB}.ipynb")
     try:
-        assert kernel.run("print(6 * 7)") == ("ok", "42\n"), "a new kernel works"
+        assert kernel.run("print(6 * 7)", timeout=120) == ("ok", "42\n"), "a new kernel works"
     finally:
         kernel.close()
     assert the_hub.contents("mallory", f"labs/{LAB}/{LAB}.ipynb")[0] == 200, "and her files are there"

@@ -153,3 +153,66 @@ def test_a_teachers_principal_reads_every_topic(kafka_bootstrap, listener):
     finally:
         Principal(kafka_bootstrap, name=name).remove()
         KafkaAdminClient(bootstrap_servers=kafka_bootstrap).delete_topics([theirs])
+
+
+@pytest.fixture
+def a_students_server(tmp_path):
+    """A Jupyter server as a student's container runs it, under /user/mallory/ with a token: the instructor's tools
+    reach it as they reach one through the hub (``hub.Hub`` with its url and token)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    (tmp_path / "lab.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    log = (tmp_path / "server.log").open("w")
+    command = [sys.executable, "-m", "jupyter", "server", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+               "--ServerApp.base_url=/user/mallory/", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={tmp_path}", "--no-browser", *(["--allow-root"] if os.geteuid() == 0 else [])]
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    classroom = hub.Hub.__new__(hub.Hub)
+    classroom.url, classroom.token = f"http://127.0.0.1:{port}", token
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{classroom.url}/user/mallory/api/status?token={token}", timeout=5).close()
+            break
+        except OSError:
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.3)
+    try:
+        yield classroom
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+        log.close()
+
+
+def test_a_kernel_that_died_under_a_cell_answers_the_next_connection(a_students_server):
+    """The docker tier's memory-limit test once waited an hour: its second connection sent a cell to the kernel the
+    server was still restarting, the request was lost, and the server's pings kept the wait alive. Now a connection
+    waits until the kernel answers, and no cell waits past its time limit."""
+    kernel = a_students_server.kernel("mallory", "lab.ipynb")
+    try:
+        assert kernel.run("print(6 * 7)") == ("ok", "42\n")
+        status, _ = kernel.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    finally:
+        kernel.close()
+    assert status == "died"
+    kernel = a_students_server.kernel("mallory", "lab.ipynb")  # at once, while the server restarts it
+    try:
+        assert kernel.run("print(6 * 7)", timeout=60) == ("ok", "42\n"), "the restarted kernel ran the cell"
+        status, printed = kernel.run("import time\ntime.sleep(30)", timeout=3)
+    finally:
+        kernel.close()
+    assert status == "timeout" and "no reply from the kernel within 3 s" in printed
