@@ -206,16 +206,16 @@ _EXIT_STATUS = pytest.StashKey[int]()
 
 # Running in parallel (`pytest -n N`, what `make test` does). Each group of tests goes to one worker as
 # a whole, heaviest first: a lab's grading run (module-scoped, shared by that lab's tests; lab01's
-# robustness run waits out a hanging submission, so it starts first), the Spark cluster (started once),
-# each notebook on its own, every test that uses the `spark` fixture (one SparkSession for the run),
+# robustness run waits out a hanging submission, so it starts first, the one-at-a-time hostile-data run
+# beside it), the Spark cluster (started once), each notebook on its own (the slowest first, with the
+# modules as long as one), every test that uses the `spark` fixture (one SparkSession for the run),
 # then each remaining test module, the slow ones first. (pytest-xdist's own `--dist loadgroup` cannot
 # be used: it renames test ids in a way pytest 9.2 no longer sees.)
 
 # The test modules that take longest without Spark (worker time limits, JVM tools, releasing labs),
 # slowest first, as measured on two cores: started first, they don't leave one worker finishing alone
 # at the end of `make check`. (A module missing here just runs after them; the order is only about speed.)
-SLOW_MODULES = ("tests/grading/run/test_grade_shards.py",
-                "tests/grading/workers/test_warm.py", "tests/grading/test_labs.py",
+SLOW_MODULES = ("tests/grading/workers/test_warm.py", "tests/grading/test_labs.py",
                 "tests/grading/sandbox/test_isolation.py",
                 "tests/lessons/test_m05_offset_replay.py", "tests/stack/test_console.py", "tests/test_cli.py",
                 "tests/grading/outputs/test_feedback.py", "tests/stack/test_jars.py")
@@ -223,6 +223,19 @@ SLOW_MODULES = ("tests/grading/run/test_grade_shards.py",
 # out right after the grading runs, so that another worker's CPU work fills their wait. Last, they left the machine
 # idle for the run's final minutes (the heavy tier of 29 November 2026: its last three minutes at 0-5 % CPU).
 WAITING_MODULES = ("tests/grading/test_selfcheck.py",)
+# The lessons, slowest first (their heavy-tier times in the fresh clone of 091f020, 3 December 2026: 03 179 s,
+# 08 132 s, 06 108 s, 04b 105 s, 02b 79 s, 05 77 s, 02 64 s, 04 63 s, 07b 61 s, 07 41 s, 01 39 s, 00 26 s): the
+# longest no longer start last (08 began 20 s before the other worker's last lesson ended, and ran 132 s).
+LESSONS_SLOWEST_FIRST = ("03_state_backends", "08_state_in_flink_2", "06_event_time_watermarks",
+                         "04b_crashes_and_sinks", "02b_state_expiry", "05_offset_replay", "02_keyed_state",
+                         "04_checkpoints_exactly_once", "07b_state_as_data", "07_savepoints_upgrades",
+                         "01_stateless_vs_stateful", "00_setup")
+# Modules that take as long as a lesson, each handed out with the lesson named (the same fresh clone): the shards'
+# grading runs (159 s, lab 01's reference graded three times), Gradescope's (89 s), the catalogue of mistakes (99 s).
+# The first two came after the lessons, and ended the heavy tier with the machine 15-25 % idle.
+AS_LONG_AS_A_LESSON = {"tests/grading/run/test_grade_shards.py": "08_state_in_flink_2",
+                       "tests/grading/test_gradescope.py": "02b_state_expiry",
+                       "tests/lessons/test_mistakes.py": "02b_state_expiry"}
 ROOT = project_root()
 
 
@@ -246,6 +259,12 @@ def spark_tests(path: str) -> frozenset[str]:
         users |= more
 
 
+def _lesson_rank(lesson: str) -> float:
+    """Lessons go out between 2 and 2.5, the slowest first (``LESSONS_SLOWEST_FIRST``); one not listed, last."""
+    at = LESSONS_SLOWEST_FIRST.index(lesson) if lesson in LESSONS_SLOWEST_FIRST else len(LESSONS_SLOWEST_FIRST)
+    return 2 + at / (len(LESSONS_SLOWEST_FIRST) + 1) / 2
+
+
 def group_of(nodeid: str) -> tuple[float, str]:
     """(rank, group) of a test id: lower ranks are handed out first."""
     path, _, name = nodeid.partition("::")
@@ -257,14 +276,20 @@ def group_of(nodeid: str) -> tuple[float, str]:
         return (0 if lab.startswith("lab01") else 1), f"grade {lab.split('_')[0]}"
     if module == "test_cluster.py":
         return 1, "cluster"
-    # One grading run each, minutes long: started early, but after the other labs' runs, so that lab 01's robustness
-    # run (its last minutes: a hang waited out) has a busy run beside it, not the one-at-a-time hostile-data run.
-    if module.startswith("test_grade_hostile"):
+    # The hostile-data run grades one submission at a time (about one core): it starts first, beside lab 01's
+    # robustness run, while the docker tier (beside the heavy tiers) keeps the machine busy. Handed out after the other
+    # labs' runs, it met the self-check's waits: the machine 25-30 % idle for five minutes (the fresh clone of
+    # 091f020, 3 December 2026; every earlier minute of the grading runs 0-3 %).
+    if module == "test_grade_hostile_data.py":
+        return 0.5, path
+    if module == "test_grade_hostile.py":
         return 1.2, path
-    if module == "test_notebooks.py" and name.startswith(("test_notebook_runs", "test_setup_notebook_runs")):
-        return 2, nodeid
-    if module == "test_mistakes.py":  # one kernel makes every catalogued mistake: as long as a lesson
-        return 2, path
+    if module == "test_notebooks.py" and name.startswith("test_notebook_runs"):
+        return _lesson_rank(name[name.index("[") + 1:name.rindex("]")] if "[" in name else ""), nodeid
+    if module == "test_notebooks.py" and name.startswith("test_setup_notebook_runs"):
+        return 2.45, nodeid  # after every lesson (33 s)
+    if path in AS_LONG_AS_A_LESSON:
+        return _lesson_rank(AS_LONG_AS_A_LESSON[path]), path
     if path in WAITING_MODULES:  # mostly waiting out a time limit: beside the CPU's work, never alone at the end
         return 1.5, path
     if path in SLOW_MODULES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SLOW_MODULES, WAITING_MODULES, group_of
+from conftest import AS_LONG_AS_A_LESSON, LESSONS_SLOWEST_FIRST, SLOW_MODULES, WAITING_MODULES, group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,11 +21,30 @@ def test_a_labs_grading_run_is_one_group_and_lab01_goes_first():
 def test_notebooks_run_one_by_one_and_the_cluster_once():
     a = group_of("tests/test_notebooks.py::test_notebook_runs[02_keyed_state]")
     b = group_of("tests/test_notebooks.py::test_notebook_runs[03_state_backends]")
-    assert a != b and a[0] == b[0] == 2
+    assert a[1] != b[1] and 2 <= b[0] < a[0] < 2.5, "each lesson on its own, the slowest (03) first"
     cheap = group_of("tests/test_notebooks.py::test_notebook_is_a_lesson[02_keyed_state]")
     assert cheap == (4, "tests/test_notebooks.py")
     assert group_of("tests/stack/test_cluster.py::test_notebook_01_on_the_cluster")[1] == \
         group_of("tests/stack/test_cluster.py::test_stop_stops_everything")[1] == "cluster"
+
+
+def test_the_one_at_a_time_hostile_data_run_starts_beside_lab01s_and_before_the_other_labs():
+    lab01 = group_of("tests/grading/test_grade_labs.py::test_blank_lab_gets_zero[lab01_stateless_vs_stateful]")[0]
+    hostile_data = group_of("tests/grading/sandbox/test_grade_hostile_data.py::test_x")[0]
+    lab02 = group_of("tests/grading/test_grade_labs.py::test_blank_lab_gets_zero[lab02_keyed_state]")[0]
+    assert lab01 < hostile_data < lab02
+
+
+def test_every_lesson_has_its_place_in_the_slowest_first_order():
+    lessons = sorted(path.stem for path in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    assert sorted(LESSONS_SLOWEST_FIRST) == lessons, "a lesson added or gone: measure it and give it its place"
+    ranks = [group_of(f"tests/test_notebooks.py::test_notebook_runs[{stem}]")[0] for stem in LESSONS_SLOWEST_FIRST]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)
+    assert ranks[-1] < group_of("tests/test_notebooks.py::test_setup_notebook_runs_twice_in_one_kernel")[0] < 2.5
+    for path, lesson in AS_LONG_AS_A_LESSON.items():
+        assert (ROOT / path).is_file() and lesson in LESSONS_SLOWEST_FIRST, (path, lesson)
+        assert group_of(f"{path}::test_x") == (group_of(f"tests/test_notebooks.py::test_notebook_runs[{lesson}]")[0],
+                                               path), "handed out with the lesson it takes as long as"
 
 
 def test_slow_modules_go_before_the_rest_slowest_first():
