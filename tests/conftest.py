@@ -191,6 +191,10 @@ def pytest_unconfigure(config):
         os.environ.pop("KAFKA_BOOTSTRAP_SERVERS", None)
         os.environ.pop(KAFKA_KIND_VARIABLE, None)
     if RUN_DIR_OWNED and not hasattr(config, "workerinput"):
+        # A course command run by a test (`streamlab grade` with no Kafka configured) starts the course's broker in
+        # this run's data folder, as it would for a learner, and leaves it running: stopped here with the run. (The
+        # docker tier's classroom test left one for 12 minutes after its tier ended.)
+        broker.stop(quiet=True)
         run_dir = os.environ["STREAMLAB_DATA_DIR"]
         if config.stash.get(_EXIT_STATUS, 1) in (0, pytest.ExitCode.NO_TESTS_COLLECTED):
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""How the suite runs in parallel (tests/conftest.py): which tests travel together, in which order."""
+"""How the suite runs in parallel (tests/conftest.py): which tests travel together, in which order, and what a run
+leaves behind."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -123,3 +124,27 @@ def test_the_graders_tests_are_laid_out_like_its_wings():
     folders = {p.name for p in (ROOT / "tests" / "grading").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders == wings
     assert all(list((ROOT / "tests" / "grading" / wing).glob("test_*.py")) for wing in wings)
+
+
+def test_a_broker_a_course_command_starts_in_a_run_stops_with_the_run(tmp_path):
+    """A test that runs a course command with no Kafka configured gets the course's broker started in the run's data
+    folder (as a learner would); the run stops it when it ends."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_starts_kafka.py").write_text(
+        "import os\n\n\ndef test_a_command_starts_kafka():\n"
+        "    from streamlab.stack import kafka\n"
+        "    kafka.bootstrap_servers()  # what `streamlab grade` does when no Kafka runs\n"
+        "    print('RUN_DIR', os.environ['STREAMLAB_DATA_DIR'])\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("STREAMLAB_DATA_DIR", "KAFKA_BOOTSTRAP_SERVERS", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", "conftest",
+                           "-q", "-s", "--rootdir", str(tmp_path), str(tmp_path / "test_starts_kafka.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run_dir = next(line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("RUN_DIR "))
+    left = subprocess.run(["pgrep", "-f", f"streamlab.broker.log={run_dir}"], capture_output=True, text=True).stdout
+    assert left == "", f"the run's broker still runs: pid {left.split()}"
