@@ -264,7 +264,7 @@ def spark_tests(path: str) -> frozenset[str]:
 
 
 def _lesson_rank(lesson: str) -> float:
-    """Lessons go out between 2 and 2.5, the slowest first (``LESSONS_SLOWEST_FIRST``); one not listed, last."""
+    """Lessons go out between 2 and 2.5, the slowest first (``LESSONS_SLOWEST_FIRST``); anything else, after them."""
     at = LESSONS_SLOWEST_FIRST.index(lesson) if lesson in LESSONS_SLOWEST_FIRST else len(LESSONS_SLOWEST_FIRST)
     return 2 + at / (len(LESSONS_SLOWEST_FIRST) + 1) / 2
 
@@ -291,7 +291,7 @@ def group_of(nodeid: str) -> tuple[float, str]:
     if module == "test_notebooks.py" and name.startswith("test_notebook_runs"):
         return _lesson_rank(name[name.index("[") + 1:name.rindex("]")] if "[" in name else ""), nodeid
     if module == "test_notebooks.py" and name.startswith("test_setup_notebook_runs"):
-        return 2.45, nodeid  # after every lesson (33 s)
+        return _lesson_rank(""), nodeid  # after every lesson (33 s)
     if path in AS_LONG_AS_A_LESSON:
         return _lesson_rank(AS_LONG_AS_A_LESSON[path]), path
     if path in WAITING_MODULES:  # mostly waiting out a time limit: beside the CPU's work, never alone at the end

@@ -37,7 +37,9 @@ def test_the_one_at_a_time_hostile_data_run_starts_beside_lab01s_and_before_the_
 
 
 def test_every_lesson_has_its_place_in_the_slowest_first_order():
-    lessons = sorted(path.stem for path in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    from streamlab.site import executed
+
+    lessons = sorted(path.stem for path in executed.lessons(ROOT))
     assert sorted(LESSONS_SLOWEST_FIRST) == lessons, "a lesson added or gone: measure it and give it its place"
     ranks = [group_of(f"tests/test_notebooks.py::test_notebook_runs[{stem}]")[0] for stem in LESSONS_SLOWEST_FIRST]
     assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)
