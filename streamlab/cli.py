@@ -52,8 +52,7 @@ from .stack.paths import project_root
 def cmd_fetch(args) -> int:
     chosen = [name for name in jars.JAR_SETS if getattr(args, name)]
     sets = [] if args.archives and not chosen else chosen or list(jars.JAR_SETS)
-    for name in sets:
-        found = jars.fetch(name)
+    for name, found in jars.fetch_all(sets, quiet=args.quiet).items():
         if not args.quiet:
             print(f"{name}: {len(found)} jars in {jars.jar_dir(name)}")
     if args.archives or not chosen:  # `streamlab fetch`: the jars, then the JVMs' start-up archives
@@ -182,8 +181,7 @@ def grading_sandbox_line() -> str:
 
 
 def cmd_lab(args) -> int:
-    for name in ("connector", "kafka"):
-        jars.fetch(name)
+    jars.fetch_all(["connector", "kafka"])
     # the start-up archives a lesson's JVMs use (made once; a no-op after `make setup`)
     own_broker = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     make_archives.make_missing(["spark-driver", *(["kafka-broker", "kafka-tools"] if own_broker else [])],

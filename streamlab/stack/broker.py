@@ -212,10 +212,8 @@ def serve() -> None:
 
 def classpath(*sets: str) -> str:
     """The Java classpath of the broker's jars (fetched the first time), plus those of ``sets``."""
-    found = []
-    for name in ("kafka", *sets):
-        found.extend(jars.fetch(name))
-    return os.pathsep.join(str(j) for j in found)
+    found = jars.fetch_all(["kafka", *sets])
+    return os.pathsep.join(str(j) for jar_set in found.values() for j in jar_set)
 
 
 def ping(servers: str, timeout_s: float = 10) -> tuple[bool, str]:

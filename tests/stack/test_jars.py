@@ -58,3 +58,35 @@ def test_the_tools_set_is_only_kafkas_tools_jar():
     assert "transitive=\"false\"" in jars._SPECS["tools"] and jars.KAFKA_VERSION in jars._SPECS["tools"]
     if jars.is_cached("tools"):
         assert [j.name for j in jars.jars("tools")] == [f"kafka-tools-{jars.KAFKA_VERSION}.jar"]
+
+
+def test_missing_sets_are_resolved_at_the_same_time_and_a_failure_is_raised_after(monkeypatch):
+    """`streamlab fetch` on a first run resolves its sets at once (each Ivy run waits on Maven Central): two fakes
+    that each wait for the other pass a barrier only together. A set that fails raises its own error, after the
+    others are done and cached."""
+    import threading
+
+    both = threading.Barrier(2, timeout=30)
+    cached: set[str] = set()
+
+    def fake_fetch(name, *, quiet=False):
+        if name not in cached:
+            both.wait()  # BrokenBarrierError if the other set is not being resolved meanwhile
+            if name == "tools":
+                raise jars.FetchError("tools: no network")
+            cached.add(name)
+        return [Path(f"/cache/{name}.jar")]
+
+    monkeypatch.setattr(jars, "fetch", fake_fetch)
+    monkeypatch.setattr(jars, "is_cached", lambda name: name in cached)
+    assert jars.fetch_all(["connector", "kafka"]) == {"connector": [Path("/cache/connector.jar")],
+                                                      "kafka": [Path("/cache/kafka.jar")]}
+    cached.clear()
+    both.reset()
+    try:
+        jars.fetch_all(["kafka", "tools"])
+    except jars.FetchError as err:
+        assert "tools" in str(err)
+    else:
+        raise AssertionError("a set that could not be resolved must fail the fetch")
+    assert cached == {"kafka"}, "the set that was resolved stays cached"
