@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import AS_LONG_AS_A_LESSON, LESSONS_SLOWEST_FIRST, SLOW_MODULES, WAITING_MODULES, group_of
+from conftest import (
+    AS_LONG_AS_A_LESSON,
+    BESIDE_THE_GRADING_RUNS,
+    LESSONS_SLOWEST_FIRST,
+    SLOW_MODULES,
+    WAITING_MODULES,
+    group_of,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -13,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_labs_grading_run_is_one_group_and_lab01_goes_first():
     lab03 = [group_of(f"tests/grading/test_grade_labs.py::{name}[lab03_state_backends]")
              for name in ("test_blank_lab_gets_zero", "test_nothing_is_left_running")]
-    assert lab03[0] == lab03[1] == (1, "grade lab03")
+    assert lab03[0] == lab03[1] and lab03[0][1] == "grade lab03" and 1 <= lab03[0][0] < 2
     robust = group_of("tests/grading/test_grade_labs.py::test_hanging_submission_is_stopped_at_the_limit")
     lab01 = group_of("tests/grading/test_grade_labs.py::test_blank_lab_gets_zero[lab01_stateless_vs_stateful]")
     assert robust == lab01 and robust[0] == 0, "lab01's tests share the robustness run"
@@ -22,7 +29,7 @@ def test_a_labs_grading_run_is_one_group_and_lab01_goes_first():
 def test_notebooks_run_one_by_one_and_the_cluster_once():
     a = group_of("tests/test_notebooks.py::test_notebook_runs[02_keyed_state]")
     b = group_of("tests/test_notebooks.py::test_notebook_runs[03_state_backends]")
-    assert a[1] != b[1] and 2 <= b[0] < a[0] < 2.5, "each lesson on its own, the slowest (03) first"
+    assert a[1] != b[1] and b[0] < a[0] < 2.5, "each lesson on its own, the slowest (03) first"
     cheap = group_of("tests/test_notebooks.py::test_notebook_is_a_lesson[02_keyed_state]")
     assert cheap == (4, "tests/test_notebooks.py")
     assert group_of("tests/stack/test_cluster.py::test_notebook_01_on_the_cluster")[1] == \
@@ -48,6 +55,19 @@ def test_every_lesson_has_its_place_in_the_slowest_first_order():
         assert (ROOT / path).is_file() and lesson in LESSONS_SLOWEST_FIRST, (path, lesson)
         assert group_of(f"{path}::test_x") == (group_of(f"tests/test_notebooks.py::test_notebook_runs[{lesson}]")[0],
                                                path), "handed out with the lesson it takes as long as"
+
+
+def test_the_slowest_lessons_go_out_among_the_grading_runs_one_after_each():
+    """Lab02's run, lesson 03, lab03's run, lesson 08, ...: a grading run fills the cores a lesson leaves idle."""
+    labs = [group_of(f"tests/grading/test_grade_labs.py::test_x[lab0{n}_x]")[0] for n in range(2, 8)]
+    beside = [group_of(f"tests/test_notebooks.py::test_notebook_runs[{stem}]")[0]
+              for stem in LESSONS_SLOWEST_FIRST[:BESIDE_THE_GRADING_RUNS]]
+    assert len(beside) <= len(labs)
+    for at, lesson in enumerate(beside):
+        after = labs[at + 1] if at + 1 < len(labs) else 2
+        assert labs[at] < lesson < after, (at, labs, beside)
+    rest = group_of(f"tests/test_notebooks.py::test_notebook_runs[{LESSONS_SLOWEST_FIRST[BESIDE_THE_GRADING_RUNS]}]")
+    assert 2 <= rest[0] < 2.5, "the short lessons pack the end"
 
 
 def test_slow_modules_go_before_the_rest_slowest_first():
