@@ -224,8 +224,9 @@ SLOW_MODULES = ("tests/grading/workers/test_warm.py", "tests/grading/test_labs.p
                 "tests/lessons/test_m05_offset_replay.py", "tests/stack/test_console.py", "tests/test_cli.py",
                 "tests/grading/outputs/test_feedback.py", "tests/stack/test_jars.py")
 # Heavy test modules that spend minutes waiting out a time limit (a hanging lab's 100 s in `streamlab check`): handed
-# out right after the grading runs, so that another worker's CPU work fills their wait. Last, they left the machine
-# idle for the run's final minutes (the heavy tier of 29 November 2026: its last three minutes at 0-5 % CPU).
+# out among the grading runs (after lab04's), so that another worker's CPU work fills their wait. Last, they left the
+# machine idle for the run's final minutes (the heavy tier of 29 November 2026: its last three minutes at 0-5 % CPU);
+# right after lab07's run, the last, they met the short lessons at the end: 26-51 % idle for two minutes (48bfcc1).
 WAITING_MODULES = ("tests/grading/test_selfcheck.py",)
 # The lessons, slowest first (their heavy-tier times in the fresh clone of 091f020, 3 December 2026: 03 179 s,
 # 08 132 s, 06 108 s, 04b 105 s, 02b 79 s, 05 77 s, 02 64 s, 04 63 s, 07b 61 s, 07 41 s, 01 39 s, 00 26 s): the
@@ -309,7 +310,7 @@ def group_of(nodeid: str) -> tuple[float, str]:
     if path in AS_LONG_AS_A_LESSON:
         return _lesson_rank(AS_LONG_AS_A_LESSON[path]), path
     if path in WAITING_MODULES:  # mostly waiting out a time limit: beside the CPU's work, never alone at the end
-        return 1.5, path
+        return _lab_rank("lab04") + 0.02, path
     if path in SLOW_MODULES:
         return 3 + SLOW_MODULES.index(path) / len(SLOW_MODULES), path
     return 4, path
