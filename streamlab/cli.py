@@ -52,7 +52,7 @@ from .stack.paths import project_root
 def cmd_fetch(args) -> int:
     chosen = [name for name in jars.JAR_SETS if getattr(args, name)]
     sets = [] if args.archives and not chosen else chosen or list(jars.JAR_SETS)
-    for name, found in jars.fetch_all(sets, quiet=args.quiet).items():
+    for name, found in jars.fetch_all(sets).items():
         if not args.quiet:
             print(f"{name}: {len(found)} jars in {jars.jar_dir(name)}")
     if args.archives or not chosen:  # `streamlab fetch`: the jars, then the JVMs' start-up archives

@@ -146,17 +146,13 @@ def fetch(name: str, *, quiet: bool = False) -> list[Path]:
     return jars(name)
 
 
-def fetch_all(names: list[str], *, quiet: bool = False) -> dict[str, list[Path]]:
+def fetch_all(names: list[str]) -> dict[str, list[Path]]:
     """The jars of each set in ``names``, the missing sets resolved at the same time: an Ivy run mostly waits on
     Maven Central, one request after another (a first run here: connector 19 s, kafka 58 s, tools 2 s one after the
     other). A set that fails raises its ``FetchError`` once the others are done (they stay cached)."""
-    missing = [name for name in names if not is_cached(name)]
-    if len(missing) > 1:
-        with ThreadPoolExecutor(len(missing)) as pool:
-            resolving = [pool.submit(fetch, name, quiet=quiet) for name in missing]
-        for future in resolving:
-            future.result()
-    return {name: fetch(name, quiet=quiet) for name in names}
+    with ThreadPoolExecutor(max(len(names), 1)) as pool:
+        fetching = {name: pool.submit(fetch, name) for name in names}
+    return {name: future.result() for name, future in fetching.items()}
 
 
 def jars(name: str) -> list[Path]:
@@ -173,7 +169,6 @@ def connector_jars() -> list[Path]:
     """The connector's jars minus those pyspark already ships (Scala, slf4j, snappy, ...)."""
     shipped = {_artifact(j) for j in pyspark_jars_dir().glob("*.jar")}
     return [j for j in fetch("connector") if _artifact(j) not in shipped]
-
 
 
 def fetch_every_set() -> None:
