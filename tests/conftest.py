@@ -235,14 +235,14 @@ LESSONS_SLOWEST_FIRST = ("03_state_backends", "08_state_in_flink_2", "06_event_t
                          "04b_crashes_and_sinks", "02b_state_expiry", "05_offset_replay", "02_keyed_state",
                          "04_checkpoints_exactly_once", "07b_state_as_data", "07_savepoints_upgrades",
                          "01_stateless_vs_stateful", "00_setup")
-# Modules that take as long as a lesson, each handed out with the lesson named (the same fresh clone): the shards'
-# grading runs (159 s, lab 01's reference graded three times), Gradescope's (89 s), the catalogue of mistakes (99 s).
-# The first two came after the lessons, and ended the heavy tier with the machine 15-25 % idle.
-# The slowest of them go out among the labs' grading runs, one after each (lab02's run, lesson 03, lab03's run, lesson
+# The slowest lessons go out among the labs' grading runs, one after each (lab02's run, lesson 03, lab03's run, lesson
 # 08, ...): a lesson keeps about one core busy and leaves the rest idle, which a grading run beside it fills. After
 # the grading runs, two lessons at a time left the machine 10-29 % idle for 12 minutes (the fresh clones of 55456fe
 # and 2642a0e, 3 December 2026); the short ones stay at the end, where they pack the last minutes.
 BESIDE_THE_GRADING_RUNS = 6
+# Modules that take as long as a lesson, each handed out with the lesson named (the same fresh clone): the shards'
+# grading runs (159 s, lab 01's reference graded three times), Gradescope's (89 s), the catalogue of mistakes (99 s).
+# The first two came after the lessons, and ended the heavy tier with the machine 15-25 % idle.
 AS_LONG_AS_A_LESSON = {"tests/grading/run/test_grade_shards.py": "08_state_in_flink_2",
                        "tests/grading/test_gradescope.py": "02b_state_expiry",
                        "tests/lessons/test_mistakes.py": "02b_state_expiry"}
@@ -280,7 +280,7 @@ def _lesson_rank(lesson: str) -> float:
     ...); the others between 2 and 2.5, the slowest first (``LESSONS_SLOWEST_FIRST``); anything else, after them."""
     at = LESSONS_SLOWEST_FIRST.index(lesson) if lesson in LESSONS_SLOWEST_FIRST else len(LESSONS_SLOWEST_FIRST)
     if at < BESIDE_THE_GRADING_RUNS:
-        return 1 + at / 10 + 0.05
+        return _lab_rank(f"lab{at + 2:02d}") + 0.05
     return 2 + at / (len(LESSONS_SLOWEST_FIRST) + 1) / 2
 
 
