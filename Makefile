@@ -93,10 +93,12 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else "The course needs Python 3.11; found " + sys.version.split()[0] + " at " + sys.executable + ". Install Python 3.11 or use: make PYTHON=/path/to/python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c requirements.txt pyspark
-	@# The jars (mostly waiting on Maven Central, 80 s on a first run) are resolved while pip installs the rest;
-	@# `streamlab fetch` then finds them cached, or resolves them again and says what went wrong.
-	$(BIN)/python -c "from streamlab.stack import jars; jars.fetch_every_set()" >$(VENV)/jars.log 2>&1 & jars=$$!; \
+	$(BIN)/python -m pip install --quiet -c requirements.txt pyspark kafka-python
+	@# While pip installs the rest (mostly one core unpacking), the jars are resolved (mostly waiting on Maven
+	@# Central, 80 s on a first run) and the JVMs' start-up archives made from them (pyspark and kafka-python are
+	@# all that needs). `streamlab fetch` then finds both ready, or makes what is missing and says what went wrong.
+	PYTHONPATH=$(CURDIR) $(BIN)/python -c "from streamlab.stack import jars, make_archives; jars.fetch_every_set(); make_archives.make_missing()" \
+	    >$(VENV)/jars.log 2>&1 & jars=$$!; \
 	$(BIN)/python -m pip install -r requirements.txt; installed=$$?; wait $$jars; cat $(VENV)/jars.log; exit $$installed
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/streamlab fetch
