@@ -90,8 +90,9 @@ def classpath(kind: str) -> list[Path]:
     every jar of a folder): the one place that says it, for the JVMs that start and for the doctor."""
     spark = [jars.pyspark_jars_dir().resolve() / "*"]  # what bin/spark-class puts on every Spark JVM's classpath
     kafka = jars.jars("kafka")
-    driver = [*spark, *(jars.connector_jars() if jars.is_cached("connector") else [])]
-    return {"spark-driver": driver, "spark-master": spark, "spark-worker": spark, "spark-executor": driver,
+    executor = [*spark, *(jars.connector_jars() if jars.is_cached("connector") else [])]
+    driver = [*jars.unsigned_spark_jars(make=False), *executor]  # the session puts Janino's unsigned copies first
+    return {"spark-driver": driver, "spark-master": spark, "spark-worker": spark, "spark-executor": executor,
             "kafka-broker": kafka, "kafka-tools": [*kafka, *jars.jars("tools")]}[kind]
 
 

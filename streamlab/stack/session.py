@@ -6,7 +6,8 @@
 * 2 shuffle partitions, so the state of an aggregation lives in 2 state-store partitions;
 * the Spark Kafka connector on the classpath (resolved once, then from the cache);
 * ``PYSPARK_PYTHON`` set to this interpreter (the Python workers must match the driver);
-* a quick start: the driver JVM maps its class-data-sharing archive (``streamlab.stack.jvm_archives``) and
+* a quick start: the driver JVM maps its class-data-sharing archive (``streamlab.stack.jvm_archives``; Janino's
+  classes too, read from unsigned copies of its jars: ``jars.unsigned_spark_jars``) and
   compiles with the quick JIT only (``java.QUICK_JIT``), collecting with the serial collector
   (``java.SMALL_HEAP_GC``); a cluster's executors the same;
 * quiet: no progress bars, and the JVM's log goes to ``driver_log()`` (``.streamlab/logs/``)
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import cluster
-from .jars import connector_jars
+from .jars import connector_jars, unsigned_spark_jars
 from .java import QUICK_JIT, SMALL_HEAP_GC, require_java
 from .jvm_archives import jvm_options
 from .paths import PACKAGE_DIR, data_dir
@@ -160,6 +161,7 @@ def _classic_builder(builder):
     # comes last, so -XX:TieredStopAtLevel=4 there brings the optimising compiler back, and
     # "-XX:-UseSerialGC -XX:+UseG1GC" the default collector.
     connector = connector_jars()  # fetched now, so that the archive is the one for these jars
+    unsigned = unsigned_spark_jars()  # made now, for the same reason: Janino's classes, which the archive can then hold
     driver_opts = " ".join([java_opts, QUICK_JIT, SMALL_HEAP_GC, *jvm_options("spark-driver"),
                             os.environ.get("STREAMLAB_DRIVER_JAVA_OPTIONS", "")]).strip()
     # The executors of a course's cluster are light JVMs too: the same quick JIT and collector. The cluster test's two
@@ -176,6 +178,8 @@ def _classic_builder(builder):
         else:  # on another machine (or container) /tmp is not shared
             driver_opts += f" -Djava.io.tmpdir={cluster.driver_tmp_dir()}"
     executor_opts = f"{executor_opts} {os.environ.get('STREAMLAB_EXECUTOR_JAVA_OPTIONS', '')}".strip()
+    if unsigned:
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(j) for j in unsigned))
     # spark.jars: the driver serves the connector jars and every executor fetches them when it starts
     return (builder.master(master)
             .config("spark.jars", ",".join(str(j) for j in connector))

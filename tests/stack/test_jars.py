@@ -90,3 +90,51 @@ def test_missing_sets_are_resolved_at_the_same_time_and_a_failure_is_raised_afte
     else:
         raise AssertionError("a set that could not be resolved must fail the fetch")
     assert cached == {"kafka"}, "the set that was resolved stays cached"
+
+
+def _jar(path: Path, entries: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_signed_jars_get_copies_without_their_signatures_made_once(tmp_path, monkeypatch):
+    """Class-data sharing leaves out every class of a signed jar (pyspark's Janino): the driver's classpath starts
+    with copies that are the same jar less its signature files; an unsigned jar gets none."""
+    import zipfile
+
+    shipped = tmp_path / "pyspark-jars"
+    shipped.mkdir()
+    classes = {"org/codehaus/janino/UnitCompiler.class": b"\xca\xfe\xba\xbe one",
+               "org/codehaus/janino/Java.class": b"\xca\xfe\xba\xbe two"}
+    manifest = b"Manifest-Version: 1.0\r\n\r\nName: org/codehaus/janino/Java.class\r\nSHA-256-Digest: x\r\n"
+    _jar(shipped / "janino-3.1.9.jar", {"META-INF/MANIFEST.MF": manifest, "META-INF/DUMMY.SF": b"sig",
+                                        "META-INF/DUMMY.DSA": b"block", "META-INF/maven/pom.xml": b"<p/>", **classes})
+    _jar(shipped / "spark-core_2.13-4.3.0.jar", {"META-INF/MANIFEST.MF": b"Manifest-Version: 1.0\r\n",
+                                                "org/apache/spark/SparkContext.class": b"\xca\xfe\xba\xbe"})
+    monkeypatch.setattr(jars, "pyspark_jars_dir", lambda: shipped)
+    monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    assert jars.unsigned_spark_jars(make=False) == [], "nothing is made unless asked"
+
+    (copy,) = jars.unsigned_spark_jars()
+    assert copy.name == "janino-3.1.9.jar" and copy.parent.parent == tmp_path / "cache" / "jars"
+    with zipfile.ZipFile(copy) as made, zipfile.ZipFile(shipped / "janino-3.1.9.jar") as original:
+        assert sorted(made.namelist()) == sorted(set(original.namelist()) - {"META-INF/DUMMY.SF", "META-INF/DUMMY.DSA"})
+        assert all(made.read(name) == original.read(name) for name in made.namelist()), "the same bytes"
+    assert oct(copy.parent.stat().st_mode & 0o777) == "0o755", "readable by a sandboxed kernel's user"
+    made_at = copy.stat().st_mtime_ns
+    assert jars.unsigned_spark_jars() == [copy] == jars.unsigned_spark_jars(make=False)
+    assert copy.stat().st_mtime_ns == made_at, "made once"
+
+    _jar(shipped / "janino-3.1.9.jar", {"META-INF/MANIFEST.MF": manifest, **classes})  # a pyspark whose Janino is not
+    assert jars.unsigned_spark_jars() == [], "signed, as a later one could be: no copies, and no stale ones either"
+
+
+def test_without_a_writable_cache_the_driver_goes_without_the_copies(tmp_path, monkeypatch):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "jars").write_text("a file where the folder would go")  # fails even for root
+    monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    assert jars.unsigned_spark_jars() == []

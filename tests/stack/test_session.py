@@ -64,3 +64,19 @@ def test_the_driver_starts_from_its_archive_and_says_nothing_of_it(spark):
     assert str(archive) in Path(f"/proc/{driver}/maps").read_text(), "the driver maps its archive"
     log = session.driver_log().read_text(errors="replace")
     assert "[cds" not in log and "shared archive" not in log.lower()
+
+
+def test_the_code_generators_classes_come_from_unsigned_copies_that_the_archive_holds(spark):
+    """pyspark's Janino jars are signed, and class-data sharing leaves out every class of a signed jar: the driver
+    reads Janino from unsigned copies first on its classpath (``jars.unsigned_spark_jars``), and its archive holds
+    those classes."""
+    from streamlab.stack import jars
+
+    copies = {str(c) for c in jars.unsigned_spark_jars(make=False)}
+    assert {Path(c).name.split("-3")[0] for c in copies} == {"janino", "commons-compiler"}
+    spark.range(3).selectExpr("id * 2").collect()  # generated code: Janino at work
+    unit_compiler = spark.sparkContext._jvm.java.lang.Class.forName("org.codehaus.janino.UnitCompiler")
+    assert unit_compiler.getProtectionDomain().getCodeSource().getLocation().getPath() in copies
+    assert unit_compiler.getSigners() is None
+    assert b"org/codehaus/janino/UnitCompiler" in archive_file("spark-driver").read_bytes(), \
+        "the driver's archive holds Janino's classes"
