@@ -189,8 +189,8 @@ def unsigned_spark_jars(*, make: bool = True) -> list[Path]:
         return [folder / name for name in marker.read_text().split()]
     if not make:
         return []
-    signed = [j for j in shipped if _signature_files(j)]
     try:
+        signed = [j for j in shipped if _signature_files(j)]
         folder.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".unsigned-", dir=folder.parent))
         work.chmod(0o755)  # read by every JVM the course starts, a sandboxed kernel's (another user) among them
@@ -201,7 +201,7 @@ def unsigned_spark_jars(*, make: bool = True) -> list[Path]:
             work.rename(folder)
         except OSError:  # made at the same time by another process: theirs is the same
             shutil.rmtree(work, ignore_errors=True)
-    except OSError:
+    except (OSError, zipfile.BadZipFile):  # a read-only cache, or a damaged jar: the driver starts as before
         return []
     return unsigned_spark_jars(make=False)
 
@@ -210,8 +210,10 @@ def _signature_files(jar: Path) -> set[str]:
     """The entries of ``jar`` that sign it (``META-INF/*.SF`` and their signature blocks), or none."""
     with zipfile.ZipFile(jar) as archive:
         names = {n for n in archive.namelist() if n.startswith("META-INF/") and n.count("/") == 1}
-    signed = {n for n in names if n.endswith(".SF")}
-    return signed | {n for n in names if n.rsplit(".", 1)[-1] in ("DSA", "RSA", "EC") and signed} if signed else set()
+    signatures = {n for n in names if n.endswith(".SF")}
+    if not signatures:
+        return set()
+    return signatures | {n for n in names if n.rsplit(".", 1)[-1] in ("DSA", "RSA", "EC")}
 
 
 def _copy_without(jar: Path, target: Path, leave_out: set[str]) -> None:

@@ -138,3 +138,12 @@ def test_without_a_writable_cache_the_driver_goes_without_the_copies(tmp_path, m
     (tmp_path / "cache" / "jars").write_text("a file where the folder would go")  # fails even for root
     monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path / "cache"))
     assert jars.unsigned_spark_jars() == []
+
+
+def test_a_damaged_jar_in_pyspark_leaves_the_driver_as_it_was(tmp_path, monkeypatch):
+    shipped = tmp_path / "pyspark-jars"
+    shipped.mkdir()
+    (shipped / "janino-3.1.9.jar").write_bytes(b"not a zip")
+    monkeypatch.setattr(jars, "pyspark_jars_dir", lambda: shipped)
+    monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path / "cache"))
+    assert jars.unsigned_spark_jars() == []
