@@ -190,12 +190,12 @@ def unsigned_spark_jars(*, make: bool = True) -> list[Path]:
     if not make:
         return []
     try:
-        signed = [j for j in shipped if _signature_files(j)]
+        signed = {jar: found for jar in shipped if (found := _signature_files(jar))}
         folder.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".unsigned-", dir=folder.parent))
         work.chmod(0o755)  # read by every JVM the course starts, a sandboxed kernel's (another user) among them
-        for jar in signed:
-            _copy_without(jar, work / jar.name, _signature_files(jar))
+        for jar, signature in signed.items():
+            _copy_without(jar, work / jar.name, signature)
         (work / ".complete").write_text("".join(f"{j.name}\n" for j in signed))
         try:
             work.rename(folder)
@@ -220,7 +220,7 @@ def _copy_without(jar: Path, target: Path, leave_out: set[str]) -> None:
     with zipfile.ZipFile(jar) as source, zipfile.ZipFile(target, "w") as copy:
         for entry in source.infolist():
             if entry.filename not in leave_out:
-                copy.writestr(entry, source.read(entry), compress_type=entry.compress_type)
+                copy.writestr(entry, source.read(entry))  # compressed as it was: the entry says how
 
 
 def fetch_every_set() -> None:
