@@ -45,6 +45,12 @@ def test_checkpoint_inspection_after_a_restart(spark, store):
         assert any(f.endswith(".zip") or f.endswith(".changelog") for f in files), files
     else:
         assert any(f.endswith(".delta") for f in files), files
+    # Written through Hadoop's FileSystem (session.CHECKPOINT_FILES): each file renamed into place from its temporary
+    # name, none left behind, and the checksum Hadoop keeps beside each, as Spark's default FileContext writes them
+    root = Path(ckpt.path)
+    assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")], "no temporary file left behind"
+    for name in ("offsets/0", "offsets/1", "commits/0", "commits/1", "metadata"):
+        assert (root / name).with_name(f".{Path(name).name}.crc").is_file(), f"{name} has its checksum beside it"
     sl.spark(state_store="hdfs")
 
 

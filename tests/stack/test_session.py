@@ -17,6 +17,8 @@ def test_spark_session_is_ready_for_the_course(spark):
     assert spark.version == "4.3.0"
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.sql.streaming.checkpointFileManagerClass") == session.CHECKPOINT_FILES, \
+        "checkpoint files written through Hadoop's FileSystem, not its FileContext (no readlink per rename)"
     assert "spark-sql-kafka-0-10" in spark.sparkContext.getConf().get("spark.jars")
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert sl.spark() is spark, "one session per process"
