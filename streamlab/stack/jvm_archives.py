@@ -45,6 +45,7 @@ from pathlib import Path
 
 from . import jars
 from .java import find_java, java_version, major_of
+from .local_files import local_files_jar
 from .paths import cache_dir
 
 KINDS = {
@@ -91,7 +92,8 @@ def classpath(kind: str) -> list[Path]:
     spark = [jars.pyspark_jars_dir().resolve() / "*"]  # what bin/spark-class puts on every Spark JVM's classpath
     kafka = jars.jars("kafka")
     executor = [*spark, *(jars.connector_jars() if jars.is_cached("connector") else [])]
-    driver = [*jars.unsigned_spark_jars(make=False), *executor]  # the session puts Janino's unsigned copies first
+    # the session puts Janino's unsigned copies first, then the course's local file system (where javac made it)
+    driver = [*jars.unsigned_spark_jars(make=False), *filter(None, [local_files_jar(make=False)]), *executor]
     return {"spark-driver": driver, "spark-master": spark, "spark-worker": spark, "spark-executor": executor,
             "kafka-broker": kafka, "kafka-tools": [*kafka, *jars.jars("tools")]}[kind]
 

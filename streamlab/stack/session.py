@@ -5,7 +5,8 @@
   Python on the executors, and (on other machines) temporary checkpoints in the shared data folder;
 * 2 shuffle partitions, so the state of an aggregation lives in 2 state-store partitions;
 * checkpoint files written through Hadoop's FileSystem rather than its FileContext (``CHECKPOINT_FILES``): the same
-  files, a micro-batch about a third quicker;
+  files, a micro-batch about a third quicker; in local mode, Hadoop's local file system setting permissions without
+  a ``chmod`` process per file (``streamlab.stack.local_files``), where a JDK's ``javac`` could compile it;
 * the Spark Kafka connector on the classpath (resolved once, then from the cache);
 * ``PYSPARK_PYTHON`` set to this interpreter (the Python workers must match the driver);
 * a quick start: the driver JVM maps its class-data-sharing archive (``streamlab.stack.jvm_archives``; Janino's
@@ -31,6 +32,8 @@ from . import cluster
 from .jars import connector_jars, unsigned_spark_jars
 from .java import QUICK_JIT, SMALL_HEAP_GC, require_java
 from .jvm_archives import jvm_options
+from .local_files import CLASS_NAME as LOCAL_FILES_CLASS
+from .local_files import local_files_jar
 from .paths import PACKAGE_DIR, data_dir
 
 STATE_STORES = {
@@ -172,6 +175,7 @@ def _classic_builder(builder):
     # "-XX:-UseSerialGC -XX:+UseG1GC" the default collector.
     connector = connector_jars()  # fetched now, so that the archive is the one for these jars
     unsigned = unsigned_spark_jars()  # made now, for the same reason: Janino's classes, which the archive can then hold
+    local_files = local_files_jar()  # compiled now (once), for the same reason: Hadoop's local files without chmod
     driver_opts = " ".join([java_opts, QUICK_JIT, SMALL_HEAP_GC, *jvm_options("spark-driver"),
                             os.environ.get("STREAMLAB_DRIVER_JAVA_OPTIONS", "")]).strip()
     # The executors of a course's cluster are light JVMs too: the same quick JIT and collector. The cluster test's two
@@ -188,8 +192,11 @@ def _classic_builder(builder):
         else:  # on another machine (or container) /tmp is not shared
             driver_opts += f" -Djava.io.tmpdir={cluster.driver_tmp_dir()}"
     executor_opts = f"{executor_opts} {os.environ.get('STREAMLAB_EXECUTOR_JAVA_OPTIONS', '')}".strip()
-    if unsigned:
-        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(j) for j in unsigned))
+    driver_jars = [*unsigned, *([local_files] if local_files else [])]  # in jvm_archives.classpath's order
+    if driver_jars:
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(j) for j in driver_jars))
+    if local_files and master.startswith("local"):  # a cluster's executors have no such class: Hadoop's own there
+        builder = builder.config("spark.hadoop.fs.file.impl", LOCAL_FILES_CLASS)
     # spark.jars: the driver serves the connector jars and every executor fetches them when it starts
     return (builder.master(master)
             .config("spark.jars", ",".join(str(j) for j in connector))

@@ -82,3 +82,25 @@ def test_the_code_generators_classes_come_from_unsigned_copies_that_the_archive_
     assert unit_compiler.getSigners() is None
     assert b"org/codehaus/janino/UnitCompiler" in archive_file("spark-driver").read_bytes(), \
         "the driver's archive holds Janino's classes"
+
+
+def test_in_local_mode_hadoop_sets_permissions_without_a_chmod_process(spark, tmp_path):
+    """The driver's local files go through the course's file system (``streamlab.stack.local_files``): Hadoop's, with
+    each file's and folder's permissions set in the JVM instead of by a ``chmod`` process, and set as asked."""
+    from streamlab.stack import local_files
+
+    assert local_files.local_files_jar(make=False) is not None, "make setup compiled it (a JDK is here)"
+    jvm = spark.sparkContext._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark.sparkContext._jsc.hadoopConfiguration())
+    assert fs.getClass().getName() == local_files.CLASS_NAME
+    made = tmp_path / "made"
+    fs.create(jvm.org.apache.hadoop.fs.Path(str(made)), True).close()
+    assert oct(made.stat().st_mode & 0o777) == "0o644", "Hadoop's default for a new file, less the umask"
+    assert (tmp_path / ".made.crc").is_file(), "its checksum beside it, as Hadoop's LocalFileSystem writes it"
+    fs.setPermission(jvm.org.apache.hadoop.fs.Path(str(made)), jvm.org.apache.hadoop.fs.permission.FsPermission
+                     .valueOf("-rw-r-----"))
+    assert oct(made.stat().st_mode & 0o777) == "0o640"
+    folder = tmp_path / "folder"
+    fs.mkdirs(jvm.org.apache.hadoop.fs.Path(str(folder)),
+              jvm.org.apache.hadoop.fs.permission.FsPermission.valueOf("drwxr-x---"))
+    assert folder.is_dir() and oct(folder.stat().st_mode & 0o777) == "0o750"
