@@ -25,6 +25,14 @@ def checkpoints_dir() -> Path:
     return path
 
 
+def rewrite_file(path: Path, text: str) -> None:
+    """Write ``text`` over a file Spark wrote into a checkpoint, and remove the checksum Hadoop keeps beside it
+    (``.<name>.crc``), which no longer matches: Spark reads the file through Hadoop's file system, which checks a
+    checksum it finds (a stale one fails the read: ``ChecksumException``) and reads a file without one as it is."""
+    path.write_text(text)
+    path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+
+
 def new_checkpoint(name: str) -> Checkpoint:
     """A fresh, empty checkpoint location ``<data>/checkpoints/<name>-<random>``."""
     return Checkpoint(checkpoints_dir() / f"{name}-{secrets.token_hex(3)}")
@@ -59,7 +67,7 @@ class Checkpoint:
         """Give the checkpoint a new query id (``metadata``), as a savepoint copy does: a restart on it is a
         new query, not a second run of the original's. Returns the id."""
         query_id = str(uuid.uuid4())
-        (self._root / "metadata").write_text(json.dumps({"id": query_id}) + "\n")
+        rewrite_file(self._root / "metadata", json.dumps({"id": query_id}) + "\n")
         return query_id
 
     def last_planned_batch(self) -> int | None:

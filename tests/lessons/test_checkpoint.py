@@ -101,3 +101,20 @@ def test_batch_times_are_when_each_planned_batch_started(tmp_path):
 def test_new_checkpoints_are_fresh():
     a, b = sl.new_checkpoint("x"), sl.new_checkpoint("x")
     assert a.path != b.path and not Path(a.path).exists()
+
+
+def test_a_new_query_id_leaves_no_stale_checksum_for_spark_to_trip_on(spark, tmp_path):
+    """A savepoint's copy gets a new query id, written over Spark's ``metadata``: Hadoop's checksum beside it would no
+    longer match, and Spark's read of the file (through Hadoop's file system) would fail with ChecksumException."""
+    jvm = spark.sparkContext._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark.sparkContext._jsc.hadoopConfiguration())
+    metadata = jvm.org.apache.hadoop.fs.Path(str(tmp_path / "metadata"))
+    out = fs.create(metadata, True)
+    out.write(bytearray(b'{"id":"00000000-0000-0000-0000-000000000000"}\n'))
+    out.close()
+    assert (tmp_path / ".metadata.crc").is_file(), "Hadoop wrote its checksum, as Spark's checkpoints have"
+
+    query_id = Checkpoint(tmp_path).new_query_id()
+    read = jvm.org.apache.commons.io.IOUtils.toString(fs.open(metadata), "UTF-8")
+    assert query_id in read, "read back through Hadoop, checksum and all"
+    assert Checkpoint(tmp_path).query_id() == query_id

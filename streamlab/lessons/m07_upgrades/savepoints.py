@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import Checkpoint, new_checkpoint
+from ..checkpoint import Checkpoint, new_checkpoint, rewrite_file
 from ..streams import write_batch_to_topic
 from . import path_stats
 from .path_stats import PATH_STATS_OUTPUT  # noqa: F401 (sl.m07.PATH_STATS_OUTPUT)
@@ -191,7 +191,7 @@ def _relocate_schema_paths(old_root: str, new_root: str) -> None:
         if entry.is_file() and not entry.name.startswith("."):
             text = entry.read_text()
             if old in text:
-                entry.write_text(text.replace(old, new))
+                rewrite_file(entry, text.replace(old, new))
 
 
 def schema_file_paths(checkpoint) -> list[str]:
