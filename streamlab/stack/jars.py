@@ -189,21 +189,35 @@ def unsigned_spark_jars(*, make: bool = True) -> list[Path]:
         return [folder / name for name in marker.read_text().split()]
     if not make:
         return []
-    try:
+    def copy(work: Path) -> None:
         signed = {jar: found for jar in shipped if (found := _signature_files(jar))}
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".unsigned-", dir=folder.parent))
-        work.chmod(0o755)  # read by every JVM the course starts, a sandboxed kernel's (another user) among them
         for jar, signature in signed.items():
             _copy_without(jar, work / jar.name, signature)
         (work / ".complete").write_text("".join(f"{j.name}\n" for j in signed))
+
+    try:
+        make_in_cache(folder, copy)
+    except (OSError, zipfile.BadZipFile):  # a read-only cache, or a damaged jar: the driver starts as before
+        return []
+    return unsigned_spark_jars(make=False)
+
+
+def make_in_cache(folder: Path, fill) -> None:
+    """Make ``folder`` of the cache once: ``fill(work)`` fills a new hidden folder beside it, which is then renamed
+    into place, so that no JVM sees half of it; readable by every JVM the course starts, a sandboxed kernel's
+    (another user) among them. What ``fill`` raises is raised, the hidden folder removed."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name.rsplit('-', 1)[0]}-", dir=folder.parent))
+    try:
+        work.chmod(0o755)
+        fill(work)
         try:
             work.rename(folder)
         except OSError:  # made at the same time by another process: theirs is the same
             shutil.rmtree(work, ignore_errors=True)
-    except (OSError, zipfile.BadZipFile):  # a read-only cache, or a damaged jar: the driver starts as before
-        return []
-    return unsigned_spark_jars(make=False)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
 
 
 def _signature_files(jar: Path) -> set[str]:

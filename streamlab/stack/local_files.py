@@ -16,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import tempfile
 import zipfile
 from pathlib import Path
 
-from .jars import pyspark_jars_dir
+from .jars import make_in_cache, pyspark_jars_dir
 from .java import find_java
 from .paths import PACKAGE_DIR, cache_dir
 
 SOURCE = PACKAGE_DIR / "conf" / "java" / "CourseLocalFileSystem.java"
 CLASS_NAME = "streamlab.CourseLocalFileSystem"  # for spark.hadoop.fs.file.impl
 JAR_NAME = "course-local-files.jar"
+
+
+class _CompileError(Exception):
+    """javac refused the source (its words are in the ``.failed`` file)."""
 
 
 def local_files_jar(*, make: bool = True) -> Path | None:
@@ -45,29 +48,22 @@ def local_files_jar(*, make: bool = True) -> Path | None:
     javac = Path(java).resolve().with_name("javac") if java else None
     if javac is None or not javac.exists():
         return None
-    work = None
-    try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".local-files-", dir=folder.parent))
-        work.chmod(0o755)  # read by every JVM the course starts, a sandboxed kernel's (another user) among them
+
+    def compile_into(work: Path) -> None:
         classes = work / "classes"
         done = subprocess.run([str(javac), "--release", "17", "-nowarn", "-cp", str(pyspark_jars_dir() / "*"),
                                "-d", str(classes), str(SOURCE)], capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             failed.write_text(done.stdout + done.stderr)
-            shutil.rmtree(work, ignore_errors=True)
-            return None
+            raise _CompileError
         with zipfile.ZipFile(work / JAR_NAME, "w", zipfile.ZIP_DEFLATED) as jar:
             for path in sorted(classes.rglob("*.class")):
                 jar.write(path, path.relative_to(classes).as_posix())
         shutil.rmtree(classes)
         (work / JAR_NAME).chmod(0o644)
-        try:
-            work.rename(folder)
-        except OSError:  # made at the same time by another process: theirs is the same
-            shutil.rmtree(work, ignore_errors=True)
-    except (OSError, subprocess.SubprocessError):  # a read-only cache, or javac that hung: Hadoop's own, as before
-        if work is not None:
-            shutil.rmtree(work, ignore_errors=True)
+
+    try:
+        make_in_cache(folder, compile_into)
+    except (OSError, subprocess.SubprocessError, _CompileError):  # a read-only cache, javac that hung or failed
         return None
     return local_files_jar(make=False)

@@ -45,7 +45,7 @@ SHUFFLE_PARTITIONS = 2
 # goes through Hadoop's FileContext, whose rename on a local disk starts a `readlink` process (and each file made
 # with a permission, a `chmod`): about 40 ms for each of a micro-batch's two log files. Hadoop's FileSystem writes
 # the same files (the same .crc beside each) and renames them with the disk's own rename, which is atomic there too.
-# A stateful count on this 2-core machine, 20 batches: 290-350 ms a batch before, 200-210 after (tests/stack/
+# A stateful count on this 2-core machine, 20 batches: 290-350 ms a batch before, 175-210 after (tests/stack/
 # test_session.py keeps the files the same).
 CHECKPOINT_FILES = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 

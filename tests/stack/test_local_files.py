@@ -60,4 +60,3 @@ def test_without_a_writable_cache_spark_keeps_hadoops_own(tmp_path, monkeypatch)
 
 def _no_process(*args, **kwargs):
     raise AssertionError(f"no process expected: {args[0] if args else kwargs}")
-
