@@ -491,6 +491,23 @@ said_at_cell("checkpoint_of_another_query", lambda e: e.has("STREAMING_STATEFUL_
              "checkpoint belongs to one query: give this one its own, `sl.new_checkpoint(\"a-new-name\")`.")
 
 
+_CHECKSUM_ERROR = re.compile(r"Checksum error: (?:file:)?(\S+?) at \d+")
+
+
+@mistake("checkpoint_file_edited", lambda e: "ChecksumException" in e.types)
+def _(e):
+    messages = [str(e.error)] + [message for exc in _chain(e.error) for _, message in _java_causes(exc)]
+    found = next((m.group(1) for m in map(_CHECKSUM_ERROR.search, messages) if m), "")
+    edited = "/".join(found.split("/")[-2:]) if found else "a file of it"
+    crc = f"`.{found.rsplit('/', 1)[-1]}.crc`" if found else "its `.crc` file"
+    return (f"{_cell(e)} a query reads a checkpoint whose file {edited} was changed after Spark wrote it (by "
+            f"hand, or by code that opened it for writing). Hadoop keeps a checksum of each checkpoint file "
+            f"beside it, {crc} in the same folder, and refuses a file that no longer matches. A checkpoint is "
+            f"Spark's to write: to read from other offsets, start a new checkpoint with `startingOffsets` "
+            f"(lesson 05); to start from changed state, read it with the state reader and write a new one "
+            f"(lesson 07). A file you did change is read again once you delete the {crc} beside it.")
+
+
 said_at_cell("state_reader_wrong_operator", lambda e: e.has(
     "STDS_FAILED_TO_READ_STATE_SCHEMA", "STDS_OFFSET_LOG_UNAVAILABLE", "STDS_NO_PARTITION_DISCOVERED_IN_STATE_STORE"),
              "you read state the checkpoint does not have: no stateful operator with that "

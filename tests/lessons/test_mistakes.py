@@ -156,6 +156,15 @@ counted_then(events.groupBy("path", "method").count())""", "STATE_STORE_KEY_SCHE
 counted_then(events.groupBy("path").agg(F.max("ts")))""", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"),
     Case("checkpoint_of_another_query", """\
 counted_then(events.dropDuplicates(["path"]))""", "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"),
+    Case("checkpoint_file_edited", """\
+edited = sl.new_checkpoint("edited")
+sl.run_to_end(events.groupBy("path").count(), output_mode="update", checkpoint=edited)
+offsets = os.path.join(str(edited), "offsets", "0")   # read partition 0 again from its first record
+lines = open(offsets).read().splitlines()
+where = json.loads(lines[-1])
+where[topic]["0"] = 0
+open(offsets, "w").write("\\n".join(lines[:-1] + [json.dumps(where)]))
+sl.run_to_end(events.groupBy("path").count(), output_mode="update", checkpoint=edited)""", "Checksum error: file:"),
     Case("state_reader_wrong_operator", """\
 ckpt = sl.new_checkpoint("read")
 sl.run_to_end(events.groupBy("path").count(), output_mode="update", checkpoint=ckpt)
