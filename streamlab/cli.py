@@ -57,9 +57,7 @@ def cmd_fetch(args) -> int:
             print(f"{name}: {len(found)} jars in {jars.jar_dir(name)}")
     if args.archives or not chosen:  # `streamlab fetch`: the jars, then the JVMs' start-up archives
         kinds = None if args.archives in (None, "all") else args.archives.split(",")
-        make_archives.make_missing(kinds, quiet=args.quiet)
-        for line in worker_bytecode.compile_workers_zips():  # once: Spark's Python workers load bytecode
-            print(f"PySpark for Spark's Python workers: {line}")
+        make_archives.make_for_quick_starts(kinds, quiet=args.quiet)
     return 0
 
 

@@ -838,7 +838,6 @@ def test_dockerfile_java_home_is_architecture_independent():
 def test_dockerfile_bakes_the_connector_and_runs_unprivileged():
     instructions = dockerfile_instructions()
     env = dockerfile_env()
-    runs = [args for kw, args in instructions if kw == "RUN"]
     fetch_jars = next(i for i, (k, a) in enumerate(instructions) if k == "RUN" and "jars.fetch(" in a)
     assert "('connector', 'kafka', 'tools')" in instructions[fetch_jars][1], \
         "the connector, and the stack's Kafka (the image's kafka role): the broker's jars and its tools"
@@ -847,9 +846,13 @@ def test_dockerfile_bakes_the_connector_and_runs_unprivileged():
         "the jars are fetched from the pins alone: a change elsewhere in the package downloads nothing"
     package = next(i for i, (k, a) in enumerate(instructions) if k == "COPY" and a.startswith(". "))
     assert fetch_jars < package
-    archives = next(a for a in runs if "streamlab fetch --archives" in a)
-    assert "--archives spark-driver,kafka-broker" in archives, "the driver and the broker start from archives"
+    made = next(i for i, (k, a) in enumerate(instructions) if k == "RUN" and "make_for_quick_starts(" in a)
+    archives = instructions[made][1]
+    assert "(['spark-driver', 'kafka-broker'])" in archives, "the driver and the broker start from archives"
     assert "chmod -R a+rwX" in archives, "the cache is the image's user's too"
+    copied = [a.split()[0] for k, a in instructions[fetch_jars + 1:made] if k == "COPY"]
+    assert copied == ["streamlab/stack/", "streamlab/conf/"] and made < package, \
+        "the archives are made from the stack alone: a change to the lessons, the grader or the classroom makes none"
     cache, workdir = env["STREAMLAB_CACHE_DIR"], [a for k, a in instructions if k == "WORKDIR"][-1]
     assert not cache.startswith(workdir + "/"), "the repository mount would hide a cache inside it"
     assert env["SPARK_HOME"].endswith("/site-packages/pyspark")

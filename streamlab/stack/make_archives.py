@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import broker, cluster, console, jars, kafka
+from . import broker, cluster, console, jars, kafka, worker_bytecode
 from .jvm_archives import KINDS, ArchiveState, enabled, folder, jvm_options, state
 from .session import spark, stop_all_queries
 
@@ -40,6 +40,16 @@ def states() -> list[ArchiveState]:
     usable = {"kafka-broker": jars.is_cached("kafka"),
               "kafka-tools": jars.is_cached("kafka") and jars.is_cached("tools")}
     return [state(kind) for kind in KINDS if usable.get(kind, True)]
+
+
+def make_for_quick_starts(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
+    """What ``streamlab fetch`` makes after the jars: the archives missing (``make_missing``), then PySpark compiled
+    in the zips Spark's Python workers load (``worker_bytecode``). The Docker image makes them from the stack alone
+    (``docker/Dockerfile``), before the rest of the package is copied."""
+    made = make_missing(kinds, quiet=quiet)
+    for line in worker_bytecode.compile_workers_zips():  # once: Spark's Python workers load bytecode
+        print(f"PySpark for Spark's Python workers: {line}")
+    return made
 
 
 def make_missing(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
@@ -221,4 +231,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["folder", "make_missing", "states"]
+__all__ = ["folder", "make_for_quick_starts", "make_missing", "states"]
