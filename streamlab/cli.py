@@ -42,7 +42,6 @@ from .stack import (
     kafka,
     make_archives,
     translations,
-    worker_bytecode,
 )
 from .stack.doctor import diagnose, report
 from .stack.java import JavaError
@@ -180,11 +179,11 @@ def grading_sandbox_line() -> str:
 
 def cmd_lab(args) -> int:
     jars.fetch_all(["connector", "kafka"])
-    # the start-up archives a lesson's JVMs use (made once; a no-op after `make setup`)
+    # the start-up archives a lesson's JVMs use, and PySpark compiled for Spark's workers (made once; a no-op after
+    # `make setup`)
     own_broker = not os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    make_archives.make_missing(["spark-driver", *(["kafka-broker", "kafka-tools"] if own_broker else [])],
-                               quiet=True)
-    worker_bytecode.compile_workers_zips()  # the same, for PySpark's modules in Spark's Python workers
+    make_archives.make_for_quick_starts(["spark-driver", *(["kafka-broker", "kafka-tools"] if own_broker else [])],
+                                        quiet=True)
     if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
         print(f"Using Kafka at {os.environ['KAFKA_BOOTSTRAP_SERVERS']} (KAFKA_BOOTSTRAP_SERVERS).")
     else:

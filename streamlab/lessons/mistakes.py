@@ -57,6 +57,7 @@ class Evidence:
     error: BaseException
     classes: list[str]                       # Spark's error classes, outermost first (STREAM_FAILED dropped)
     types: list[str]                         # the Python exception types, the error's and its causes'
+    texts: list[str] = field(default_factory=list)  # each error's message with its Java causes' messages
     worker_type: str = ""                    # the exception type raised inside a Python worker or proxy
     worker_message: str = ""
     worker_frames: list[Frame] = field(default_factory=list)   # that exception's frames, outermost first
@@ -197,7 +198,7 @@ def gather(error: BaseException, namespace: dict | None = None, cells: dict | No
             if found != "STREAM_FAILED" and found not in classes:
                 classes.append(found)
         types += [t.__name__ for t in type(exc).__mro__ if t.__name__ not in types]
-    evidence = Evidence(error, classes, types, namespace=namespace or {}, cells=cells or {})
+    evidence = Evidence(error, classes, types, texts, namespace=namespace or {}, cells=cells or {})
     # The innermost Python traceback quoted in a message: an exception in a Python worker or proxy
     for text in reversed(texts):
         start = text.rfind("Traceback (most recent call last):")
@@ -496,8 +497,7 @@ _CHECKSUM_ERROR = re.compile(r"Checksum error: (?:file:)?(\S+?) at \d+")
 
 @mistake("checkpoint_file_edited", lambda e: "ChecksumException" in e.types)
 def _(e):
-    messages = [str(e.error)] + [message for exc in _chain(e.error) for _, message in _java_causes(exc)]
-    found = next((m.group(1) for m in map(_CHECKSUM_ERROR.search, messages) if m), "")
+    found = next((m.group(1) for m in map(_CHECKSUM_ERROR.search, e.texts) if m), "")
     edited = "/".join(found.split("/")[-2:]) if found else "a file of it"
     crc = f"`.{found.rsplit('/', 1)[-1]}.crc`" if found else "its `.crc` file"
     return (f"{_cell(e)} a query reads a checkpoint whose file {edited} was changed after Spark wrote it (by "

@@ -43,9 +43,9 @@ def states() -> list[ArchiveState]:
 
 
 def make_for_quick_starts(kinds: list[str] | None = None, *, quiet: bool = False) -> list[ArchiveState]:
-    """What ``streamlab fetch`` makes after the jars: the archives missing (``make_missing``), then PySpark compiled
-    in the zips Spark's Python workers load (``worker_bytecode``). The Docker image makes them from the stack alone
-    (``docker/Dockerfile``), before the rest of the package is copied."""
+    """What ``streamlab fetch`` and ``streamlab lab`` make after the jars: the archives missing (``make_missing``),
+    then PySpark compiled in the zips Spark's Python workers load (``worker_bytecode``). The Docker image makes them
+    from the stack alone (``docker/Dockerfile``), before the rest of the package is copied."""
     made = make_missing(kinds, quiet=quiet)
     for line in worker_bytecode.compile_workers_zips():  # once: Spark's Python workers load bytecode
         print(f"PySpark for Spark's Python workers: {line}")
