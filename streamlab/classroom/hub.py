@@ -364,16 +364,23 @@ class ServerKernel:
             return {}
 
     def _wait_until_ready(self) -> None:
-        """Until the kernel answers a kernel_info_request, asked again every 2 s: a request sent to a kernel that
-        is still (re)starting can be lost with no answer ever coming (a kernel restarted after its memory limit,
-        connected to 44 ms after the restart began: the test's next cell waited 38 minutes, until stopped by hand)."""
-        deadline, asked = time.monotonic() + KERNEL_READY_S, set()
+        """Until the kernel answers a kernel_info_request, asked again every 2 s, on both of its channels: the reply
+        (shell) and the status it publishes about the request (IOPub). A request sent to a kernel that is still
+        (re)starting can be lost with no answer ever coming (a kernel restarted after its memory limit, connected to
+        44 ms after the restart began: the test's next cell waited 38 minutes, until stopped by hand); and the
+        server's IOPub connection to a restarted kernel can come up after its shell one (a fresh clone's fast tier,
+        4 December: the next cell's reply and idle status came, its printed 42 did not). Jupyter's server waits for
+        both the same way before it opens a connection (``nudge``, jupyter_server/services/kernels/connection/
+        channels.py), but not for a kernel it last saw busy, as the one killed under a cell."""
+        deadline, asked, answered = time.monotonic() + KERNEL_READY_S, set(), set()
         while time.monotonic() < deadline:
             asked.add(self._send("kernel_info_request", {}))
             again = min(time.monotonic() + 2, deadline)
             while (message := self._next(again)) is not None:
-                if message.get("msg_type") == "kernel_info_reply" and \
-                        message.get("parent_header", {}).get("msg_id") in asked:
+                if message.get("parent_header", {}).get("msg_id") in asked:
+                    answered.add("shell" if message.get("msg_type") == "kernel_info_reply" else
+                                 "iopub" if message.get("msg_type") == "status" else "other")
+                if {"shell", "iopub"} <= answered:
                     return
         raise ClassroomError(f"{self.user}'s kernel did not answer within {KERNEL_READY_S} s: see the log of "
                              f"{self.user}'s server (`docker logs streamlab-classroom-{self.user}`)")
