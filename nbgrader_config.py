@@ -47,9 +47,11 @@ c.IgnorePattern.pattern = (
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import GetGrades  # noqa: E402
 
+from streamlab.grading.steps.feedback_exporter import FeedbackExporter  # noqa: E402
 from streamlab.grading.steps.hide_hidden_tests import HideHiddenTests  # noqa: E402
 from streamlab.grading.steps.inert_feedback import InertFeedback  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, InertFeedback, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.exporter_class = FeedbackExporter  # nbconvert's HTML exporter, its templates compiled once
 # InertFeedback's markdown is already sanitised HTML: nbconvert's own sanitize_html would show its tags as text.
 c.HTMLExporter.sanitize_html = False

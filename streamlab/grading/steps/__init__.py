@@ -12,6 +12,8 @@ them:
     hide_hidden_tests       HideHiddenTests: feedback without hidden tests, tracebacks reduced to their message
     inert_feedback          InertFeedback: feedback where nothing a student made can run or call out
     checks_block            ChecksBlock: the block "Checked by the grader" first in each feedback page
+    feedback_exporter       FeedbackExporter: nbconvert's HTML exporter for the pages, its templates compiled once
 
-``nbgrader_config.py`` names HideHiddenTests and InertFeedback; the worker (``workers/worker.py``) sets the others.
+``nbgrader_config.py`` names HideHiddenTests, InertFeedback and FeedbackExporter; the worker (``workers/worker.py``)
+sets the others.
 """

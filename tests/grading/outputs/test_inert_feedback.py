@@ -108,14 +108,13 @@ def hostile_notebook() -> nbformat.NotebookNode:
 def nbgrader_page(nb, tmp_path: Path, preprocessors=None, config=None) -> str:
     """``nb`` as nbgrader's GenerateFeedback writes it: its exporter, with nbgrader_config.py's preprocessors
     (or ``preprocessors``) but GetGrades, configured by ``config`` (nbgrader_config.py's by default)."""
-    from nbconvert.exporters import HTMLExporter
     from nbgrader.converters import GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import GetGrades
 
     config = config or nbgrader_config(tmp_path / "course")
     converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
-    exporter = HTMLExporter(parent=converter, config=converter.config)   # as GenerateFeedback.start() does
+    exporter = converter.exporter_class(parent=converter, config=converter.config)  # as GenerateFeedback.start() does
     for preprocessor in converter.preprocessors if preprocessors is None else preprocessors:
         if preprocessor is not GetGrades:
             exporter.register_preprocessor(preprocessor)

@@ -24,7 +24,7 @@ def _camel(stem: str) -> str:
 
 def test_each_step_is_one_class_in_a_file_named_after_it():
     files = sorted(path for path in STEPS.glob("*.py") if path.name != "__init__.py")
-    assert len(files) == 8
+    assert len(files) == 9
     listed = (STEPS / "__init__.py").read_text()
     for path in files:
         classes = [node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.ClassDef)]
@@ -61,3 +61,64 @@ def test_the_sandbox_kernel_manager_is_configured_as_any_traitlets_class(tmp_pat
     manager = SandboxKernelManager(config=config)
     assert (manager.folder, manager.env, manager.output, manager.uid) == (
         str(tmp_path), {"STREAMLAB_X": "1"}, str(tmp_path / "out.log"), None)
+
+
+def test_feedback_pages_are_the_same_with_their_templates_compiled_once(tmp_path, monkeypatch):
+    """GenerateFeedback's exporter (nbgrader_config.py) is FeedbackExporter: its second page compiles no template
+    (the first compiled nbgrader's and nbconvert's), and each page is the one nbconvert's own HTMLExporter makes."""
+    import jinja2
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    from streamlab import grading
+    from streamlab.grading.labs import nbgrader_config
+    from streamlab.grading.steps import feedback_exporter
+    from streamlab.grading.steps.feedback_exporter import FeedbackExporter
+
+    config = nbgrader_config(tmp_path)
+    converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+    assert converter.exporter_class is FeedbackExporter
+    compiled = []
+    compile_template = jinja2.Environment.compile
+    monkeypatch.setattr(jinja2.Environment, "compile",
+                        lambda self, *args, **kwargs: compiled.append(args[1:2]) or compile_template(self, *args,
+                                                                                                     **kwargs))
+    nb = grading.reference_notebook(grading.find_labs()[0])
+    for cell in nb.cells:       # what GetGrades sets from the gradebook
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.metadata.nbgrader.setdefault("score", 0.0)
+    resources = {"nbgrader": {"notebook": "lab", "score": 1.0, "max_score": 2.0, "late_penalty": 0}}
+
+    def page(exporter_class) -> str:
+        exporter = exporter_class(parent=converter, config=converter.config)   # as GenerateFeedback.start() does
+        return exporter.from_notebook_node(nb, resources=dict(resources))[0]
+
+    nbconverts = page(HTMLExporter)
+    assert len(compiled) >= 5 and "Score: 1.0 / 2.0" in nbconverts  # nbgrader's feedback page, and its templates
+    feedback_exporter.COMPILED.clear()
+    compiled.clear()
+    first = page(FeedbackExporter)
+    assert len(compiled) >= 5 and len(feedback_exporter.COMPILED) == len(compiled)
+    compiled.clear()
+    second = page(FeedbackExporter)
+    assert compiled == []
+    assert first == second == nbconverts
+
+
+def test_a_template_changed_on_disk_is_compiled_again(tmp_path):
+    """The compiled templates are Jinja's bytecode, checked against the template's source each time it is loaded."""
+    import jinja2
+
+    from streamlab.grading.steps.feedback_exporter import TEMPLATES
+
+    template = tmp_path / "page.j2"
+
+    def render() -> str:   # a new environment each time, as each exporter makes one
+        environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)), bytecode_cache=TEMPLATES)
+        return environment.get_template("page.j2").render(x=1)
+
+    template.write_text("one {{ x }}")
+    assert render() == render() == "one 1"
+    template.write_text("two {{ x }}")
+    assert render() == "two 1"
