@@ -222,3 +222,37 @@ def test_a_new_gradebook_reads_its_version_without_a_new_python(tmp_path, monkey
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
         recorded = gradebook.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
     assert recorded == alembics_own
+
+
+def test_nbgrader_checks_every_cells_metadata_with_one_validator_and_the_same_errors():
+    """nbgrader's metadata check (``jsonschema.validate`` per cell) made its validator, and checked nbgrader's schema
+    against JSON Schema's own, for every cell; ``metadata_checked_by_one_validator`` keeps one validator per schema.
+    A cell's metadata is still checked: a wrong one fails as jsonschema.validate fails it, a good one passes."""
+    import copy
+
+    import jsonschema
+    import nbgrader.nbgraderformat.common as common
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    from streamlab.grading.labs import OneValidatorPerSchema, metadata_checked_by_one_validator
+
+    metadata_checked_by_one_validator()
+    metadata_checked_by_one_validator()  # once is enough: the second call changes nothing
+    assert isinstance(common.jsonschema, OneValidatorPerSchema)
+    assert common.jsonschema.ValidationError is jsonschema.ValidationError  # every other name is jsonschema's
+    nb = grading.reference_notebook(LABS[0])
+    MetadataValidatorV3().validate_nb(nb)  # a lab as it is: valid
+    schema = MetadataValidatorV3().schema
+    wrong = [("points", "ten"), ("grade", "yes"), ("grade_id", 7), ("locked", None), ("schema_version", "3")]
+    for key, value in wrong:
+        cell = copy.deepcopy(next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")))
+        cell.metadata.nbgrader[key] = value
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(cell.metadata.nbgrader, schema)
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            common.jsonschema.validate(cell.metadata.nbgrader, schema)
+        assert (ours.value.message, list(ours.value.path)) == (theirs.value.message, list(theirs.value.path)), key
+    assert len(common.jsonschema.made) == 1  # every cell of every notebook: nbgrader's one schema, one validator
+    broken = {**schema, "type": "no such type"}  # a schema that is itself wrong is still refused
+    with pytest.raises(jsonschema.SchemaError):
+        common.jsonschema.validate({}, broken)
