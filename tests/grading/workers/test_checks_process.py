@@ -48,6 +48,10 @@ from streamlab.grading.hidden_checks import check
 @check("test_counts")
 def counts(run):
     assert run.spark().range(4).count() == 4, "Spark counted wrong"
+
+@check("test_no_connector")
+def no_connector(run):  # checks read topics with Python's client: their Spark starts without Kafka's connector
+    assert run.spark().sparkContext.getConf().get("spark.jars", "") == "", "the checks' Spark was given jars"
 '''
 
 
@@ -99,7 +103,7 @@ def test_a_batch_committed_while_the_notebook_runs_starts_the_checks_spark_befor
         verdicts = process.run()
     finally:
         process.close()
-    assert [(o.name, o.passed) for o in verdicts] == [("counts", True)], verdicts
+    assert [(o.name, o.passed) for o in verdicts] == [("counts", True), ("no_connector", True)], verdicts
     assert process.spark_before_checks
 
 
@@ -109,7 +113,7 @@ def test_a_check_that_asks_for_spark_gets_it_even_without_a_committed_batch(tmp_
         verdicts = process.run()
     finally:
         process.close()
-    assert [(o.name, o.passed) for o in verdicts] == [("counts", True)], verdicts
+    assert [(o.name, o.passed) for o in verdicts] == [("counts", True), ("no_connector", True)], verdicts
     assert not process.spark_before_checks
 
 
