@@ -72,6 +72,7 @@ INTERRUPT_GRACE_S = 30            # for a cell interrupted at its time limit to 
 # -- What the grader reads, keeps and shows of what a submission made, besides the bounds above
 STUDENT_ID_CHARS = 100            # a student's id: the submitted file's or folder's name
 PROBLEMS_NAMED = 3                # of a notebook's cells that differ from the lab's, named in its refusal (all counted)
+METADATA_SHOWN_CHARS = 40         # of a value in a cell's nbgrader metadata, quoted in a refusal
 EXTRA_FILE_BYTES = 64 * 1024      # a file handed in beside the notebook (nbgrader's timestamp.txt: one line)
 CHECKS_MESSAGE_BYTES = 4 * MB     # one message from the checks' process
 JAVA_CAUSES_FOLLOWED = 16         # of a Java exception's causes, looked at for a JVM failure

@@ -221,6 +221,9 @@ def released_notebook(lab: str, name: str | None = None):
     return nbformat.read(labs_dir() / lab / f"{name}.ipynb", as_version=4)
 
 
+FLAGS = ("grade", "solution", "locked", "task")   # nbgrader's flags of a cell: a cell that claims one is graded by it
+
+
 def answer_cells(notebook) -> list:
     """The cells a student writes in (nbgrader's "solution" cells)."""
     return [c for c in notebook.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import bounds
-from ..labs import GradingError, lab_notebooks, solutions_dir
+from ..labs import FLAGS, GradingError, lab_notebooks, solutions_dir
 
 SUFFIX = ".ipynb"
 PLAIN_CHARS = re.compile(r"[A-Za-z0-9_.@+ -]+")
@@ -351,9 +351,6 @@ def lab_source(lab: str, name: str | None = None) -> Path:
     return solutions_dir() / lab / f"{name}{SUFFIX}"
 
 
-FLAGS = ("grade", "solution", "locked", "task")   # nbgrader's flags of a cell, compared with the lab's
-
-
 def _nbgrader(cell):
     """A cell's nbgrader metadata as it is (a dict, None, or whatever a student wrote there)."""
     return cell.get("metadata", {}).get("nbgrader")
@@ -363,19 +360,63 @@ def _role(meta: dict) -> str:
     return "test" if meta.get("grade") else "answer" if meta.get("solution") else "locked"
 
 
+def _same_flag(value, lab_value: bool) -> bool:
+    """A flag as nbgrader's schema has it, a JSON boolean, and the lab's (``"yes"``, ``1`` or ``null`` are not:
+    nbgrader's checksum of a locked cell then differs from the lab's, and autograde fails)."""
+    return isinstance(value, bool) and value == lab_value
+
+
+def _shown(value) -> str:
+    """A value from a student's metadata, as JSON, cut to ``bounds.METADATA_SHOWN_CHARS`` for a reason's text."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
+
+
+def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
+    """Why nbgrader would refuse (or fail on) one of the lab's cells with the nbgrader metadata ``meta``, or None.
+
+    As nbgrader's autograde does: its ``OverwriteCells`` reads a test cell's points as a number and puts the
+    lab's back when they differ, and puts the lab's checksum on every cell; then its ``CheckCellMetadata``
+    validates the cell (``MetadataValidator``: nbgrader's JSON Schema, its schema version, its rules)."""
+    import nbformat
+    from nbgrader.nbgraderformat import MetadataValidator, SchemaTooNewError, SchemaTooOldError, ValidationError
+
+    meta = dict(meta)
+    if lab_meta.get("grade"):
+        if "points" not in meta:
+            return "it has no points"
+        try:
+            points = float(meta["points"])
+        except (TypeError, ValueError, OverflowError):
+            return f"its points are {_shown(meta['points'])}, not a number"
+        if points != float(lab_meta["points"]):
+            meta["points"] = float(lab_meta["points"])
+    meta["checksum"] = lab_meta.get("checksum") or "0" * 32  # nbgrader's own, from its gradebook
+    cell = nbformat.from_dict({"cell_type": cell_type, "source": "", "metadata": {"nbgrader": meta}})
+    try:
+        MetadataValidator().validate_cell(cell)
+    except (ValidationError, SchemaTooOldError, SchemaTooNewError, TypeError, KeyError) as err:
+        # nbgrader's reading of the student's values: its schema's words, or a value of a type it cannot compare
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return f"nbgrader refuses its metadata ({first[:bounds.METADATA_SHOWN_CHARS * 3]})"
+    return None
+
+
 def check_grade_cells(notebook, source_notebook) -> str | None:
-    """Why ``notebook``'s nbgrader cells do not match the lab's ``source_notebook``, or None when they do.
+    """Why ``notebook``'s nbgrader cells do not match the lab's ``source_notebook``, or None when they do: every
+    notebook this lets through, nbgrader grades; every one it stops, nbgrader would refuse or fail on (a grader
+    error, graded again by every run) or grade by the student's own "test".
 
     Each of the lab's test and locked cells (by ``grade_id``) must be there exactly once, with its cell type
-    and its flags (``grade``, ``solution``, ``locked``, ``task``). A cell that claims a flag must carry one of
-    the lab's grade ids, with the flags that id has in the lab: a test cell turned into an answer cell, or a
-    new graded cell, is refused (nbgrader restores a locked cell's source and points, but not these flags,
-    and then fails, or grades the student's "test").
+    and its flags (``grade``, ``solution``, ``locked``, ``task``), each the lab's JSON ``true`` or ``false``. A
+    cell that claims a flag must carry one of the lab's grade ids, as text. And each of the lab's cells must
+    be metadata nbgrader's own check accepts once nbgrader has put the lab's points and checksum back
+    (``nbgrader_refuses``): a test cell's points a number, nbgrader's schema version, no key of its own.
 
-    Refinements, as nbgrader itself behaves: a test cell's points and a locked cell's source are not
-    compared (nbgrader puts the lab's back, and grades with them); an answer cell (``solution`` only) may
-    be missing (its tests then fail) or copied (a pasted cell keeps its metadata; nbgrader keeps the last
-    copy); a cell claiming no flag is left alone whatever its id (nbgrader ignores it)."""
+    What nbgrader itself puts right is let through: a test cell's points and a locked cell's source (nbgrader
+    grades with the lab's); an answer cell (``solution`` only) missing (its tests then fail) or copied (the
+    grader's ``DropUngradedMetadata`` keeps the last copy's metadata); a cell claiming no flag, whatever its
+    metadata (the same step takes it off)."""
     lab_cells = {}
     for cell in source_notebook.cells:
         meta = _nbgrader(cell)
@@ -392,23 +433,27 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
             continue
         grade_id = meta.get("grade_id")
         claims = [flag for flag in FLAGS if meta.get(flag)]
-        if grade_id not in lab_cells:
+        if not (isinstance(grade_id, str) and grade_id in lab_cells):
             if claims:
                 problems.append(f"cell {index} is marked {'/'.join(claims)} with "
-                                + (f"the grade id {grade_id!r}, which the lab does not have" if grade_id
+                                + (f"the grade id {grade_id!r}, which the lab does not have"
+                                   if isinstance(grade_id, str) and grade_id
+                                   else f"a grade id that is not text ({_shown(grade_id)})" if grade_id is not None
                                    else "no grade id"))
             continue
         seen[grade_id] = seen.get(grade_id, 0) + 1
         lab_type, lab_meta = lab_cells[grade_id]
+        role = _role(lab_meta)
         if seen[grade_id] == 2 and (lab_meta.get("grade") or lab_meta.get("locked")):
-            problems.append(f"the lab's {_role(lab_meta)} cell {grade_id!r} appears more than once")
+            problems.append(f"the lab's {role} cell {grade_id!r} appears more than once")
         if cell.cell_type != lab_type:
             problems.append(f"cell {grade_id!r} is a {cell.cell_type} cell; the lab's is a {lab_type} cell")
-        for flag in FLAGS:
-            mine, lab_value = json.dumps(bool(meta.get(flag))), json.dumps(bool(lab_meta.get(flag)))
-            if mine != lab_value:
-                problems.append(f"the lab's {_role(lab_meta)} cell {grade_id!r} has {flag}: {mine} "
-                                f"(the lab's: {lab_value})")
+        flags = [flag for flag in FLAGS if not _same_flag(meta.get(flag, False), bool(lab_meta.get(flag)))]
+        for flag in flags:
+            problems.append(f"the lab's {role} cell {grade_id!r} has {flag}: {_shown(meta.get(flag, False))} "
+                            f"(the lab's: {json.dumps(bool(lab_meta.get(flag)))})")
+        if not flags and (refused := nbgrader_refuses(meta, lab_meta, lab_type)):
+            problems.append(f"the lab's {role} cell {grade_id!r}: {refused}")
     for grade_id, (_, lab_meta) in lab_cells.items():
         if grade_id not in seen and (lab_meta.get("grade") or lab_meta.get("locked")):
             problems.append(f"the lab's {_role(lab_meta)} cell {grade_id!r} is missing")

@@ -8,6 +8,7 @@ them:
     sandbox_kernel_manager  SandboxKernelManager: the same, its sockets files in the folder the sandbox shares
     bounded_execute         BoundedExecute: nbgrader's Execute keeping each cell's outputs within bounds, saving
                             progress
+    drop_ungraded_metadata  DropUngradedMetadata: for nbgrader's DeduplicateIds: a copied cell's metadata taken off
     withhold_hidden_tests   WithholdHiddenTests: after OverwriteCells, before the kernel: hidden test regions out
     hide_hidden_tests       HideHiddenTests: feedback without hidden tests, tracebacks reduced to their message
     inert_feedback          InertFeedback: feedback where nothing a student made can run or call out

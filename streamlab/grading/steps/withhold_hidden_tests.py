@@ -11,6 +11,8 @@ from ..outputs.withhold import without_hidden_tests
 class WithholdHiddenTests(Preprocessor):
     """Replace every hidden test region of every code cell by a one-line note."""
 
+    enabled = True  # nbconvert registers a step disabled unless it says so (this one was: hidden regions ran)
+
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":
             cell.source, _ = without_hidden_tests(cell.source)

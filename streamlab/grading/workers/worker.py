@@ -40,6 +40,7 @@ from ..sandbox.tenancy import Principal
 from ..steps.bounded_execute import BoundedExecute
 from ..steps.bounded_kernel_manager import BoundedKernelManager
 from ..steps.checks_block import with_checks_block
+from ..steps.drop_ungraded_metadata import DropUngradedMetadata
 from ..steps.withhold_hidden_tests import WithholdHiddenTests
 from .context import SubmissionContext
 from .hidden import (
@@ -156,8 +157,9 @@ def _start_checks(context: SubmissionContext, checks: Path, checks_sha256: str |
 def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[str, str] | None = None,
                    progress: str | None = None):
     """The course's nbgrader config for autograding in ``course``, with the grader's own steps: outputs kept
-    within bounds as they arrive (``bounds``), hidden tests taken out right after nbgrader puts the test
-    cells back (``withhold``), kernel clients whose messages are bounded, and kernels started with
+    within bounds as they arrive (``bounds``), a copied cell's nbgrader metadata taken off, not emptied
+    (``DropUngradedMetadata``, for nbgrader's ``DeduplicateIds``), hidden tests taken out right after nbgrader
+    puts the test cells back (``withhold``), kernel clients whose messages are bounded, and kernels started with
     ``kernel_env`` (the submission's environment; None: this process's). ``progress``: a file the running
     notebook is saved to after every cell (``steps/bounded_execute.py``)."""
     from nbgrader.converters import Autograde
@@ -166,7 +168,8 @@ def grading_config(course: Path, cell_timeout: float | None, kernel_env: dict[st
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
     config.Autograde.autograde_preprocessors = [BoundedExecute if step.__name__ == "Execute" else step
                                                 for step in steps]
-    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    steps = [DropUngradedMetadata if step.__name__ == "DeduplicateIds" else step
+             for step in Autograde.class_traits()["sanitize_preprocessors"].default()]
     at = [step.__name__ for step in steps].index("OverwriteCells") + 1
     config.Autograde.sanitize_preprocessors = [*steps[:at], WithholdHiddenTests, *steps[at:]]
     output = kernel_output(kernel_env) if kernel_env and kernel_env.get("STREAMLAB_DATA_DIR") else None

@@ -23,6 +23,9 @@ before the victims, whose right grades are asserted:
     s_link       a symbolic link to the solution notebook            -> invalid notebook, never read
     t_sparse     a 3 GB sparse file                                  -> invalid notebook, by stat alone
     u_tampered   a test cell turned into an answer cell              -> invalid notebook
+    u_types      nbgrader metadata of types its schema refuses: a test cell's grade "yes", its points "abc", an
+                 answer cell's grade id an object (the old grader: a grader error, graded again by every run,
+                 never scored)                                       -> invalid notebook, each named
     "zz victim"  a name the old grader turned into zz_victim (pushing the real one to zz_victim-2)
                                                                      -> graded under its own exact name
     a newline in a name, and a 249-character name                    -> invalid notebook
@@ -51,10 +54,12 @@ heap:
                  the checks' JVM failing: a grader error, run after run) -> graded: Part B fails, every other part
                  earns its points (the broker serves the submission after j_heap)
     worker1      the blank lab, under the id whose log was the slot's own (it truncated it) -> graded, its
-                 own log in logs/, the grader's whole in grader/
+                 own log in logs/, the grader's whole in grader/; and one answer cell pasted twice, as a learner
+                 keeps a try (the old grader: invalid notebook, by nbgrader's DeduplicateIds) -> graded
 """
 from __future__ import annotations
 
+import copy
 import csv
 import os
 import re
@@ -304,6 +309,26 @@ def _name() -> str:
     return notebook_name(LAB)
 
 
+def _mistyped():
+    nb = grading.released_notebook(LAB, _name())
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    tests[0].metadata["nbgrader"]["grade"] = "yes"
+    tests[-1].metadata["nbgrader"]["points"] = "abc"
+    grading.answer_cells(nb)[0].metadata["nbgrader"]["grade_id"] = {"x": [1]}
+    return nb
+
+
+def _pasted_twice():
+    nb = grading.released_notebook(LAB, _name())
+    answer = grading.answer_cells(nb)[0]
+    at = nb.cells.index(answer)
+    for n in (1, 2):
+        pasted = copy.deepcopy(answer)
+        pasted["id"] = f"pasted-{n}"
+        nb.cells.insert(at + n, pasted)
+    return nb
+
+
 def _tampered():
     nb = grading.released_notebook(LAB, _name())
     test_cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
@@ -340,12 +365,13 @@ def hostile(kafka_bootstrap, tmp_path_factory):
                        submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
     nbformat.write(reference, submissions / "zz_victim.ipynb")
-    nbformat.write(grading.released_notebook(LAB, _name()), submissions / "worker1.ipynb")
+    nbformat.write(_pasted_twice(), submissions / "worker1.ipynb")
     blank = nbformat.writes(grading.released_notebook(LAB, _name())).encode()
     at = blank.index(b'"metadata": {') + len(b'"metadata": {')
     (submissions / "o_expand.ipynb").write_bytes(blank[:at] + b'"x": [' + b"{}," * 7_000_000 + b"{}], " + blank[at:])
     nbformat.write(grading.released_notebook(LAB, _name()), submissions / "zz victim.ipynb")
     nbformat.write(_tampered(), submissions / "u_tampered.ipynb")
+    nbformat.write(_mistyped(), submissions / "u_types.ipynb")
     nbformat.write(grading.released_notebook(LAB, _name()), submissions / "w\nname.ipynb")
     nbformat.write(grading.released_notebook(LAB, _name()), submissions / ("l" * 243 + ".ipynb"))
     (submissions / "s_link.ipynb").symlink_to(ROOT / "solutions" / LAB / f"{LAB}.ipynb")
@@ -405,7 +431,7 @@ def test_the_victim_keeps_full_marks_under_its_own_name(hostile):
 
 
 def test_a_student_named_like_a_slot_keeps_its_own_log_and_the_slots(hostile):
-    row = _row(hostile, "worker1")  # the blank lab: graded, 0, its kernel's log its own, the slot's log beside it
+    row = _row(hostile, "worker1")  # the blank lab (an answer pasted twice): graded, 0, its own log, the slot's beside
     assert (row["status"], float(row["score"])) == ("graded", 0.0), row
     own, slot = hostile["out"] / "logs" / "worker1.log", hostile["out"] / "grader" / "worker1.log"
     assert "Autograding" in own.read_text(errors="replace") and slot.exists()
@@ -493,11 +519,13 @@ def test_a_name_keeps_its_exact_id(hostile):
 
 def test_odd_files_and_names_are_invalid_rows_never_run(hostile):
     invalid = [r for r in hostile["rows"] if r["status"] == "invalid notebook"]
-    assert len(invalid) == 6, [(r["student"], r["detail"]) for r in hostile["rows"]]
+    assert len(invalid) == 7, [(r["student"], r["detail"]) for r in hostile["rows"]]
     assert all(float(r["score"]) == 0 for r in invalid)
     details = " ".join(r["detail"] for r in invalid)
     assert "symbolic link" in details, details
     assert _row(hostile, "u_tampered")["status"] == "invalid notebook"
+    types = _row(hostile, "u_types")["detail"]
+    assert all(says in types for says in ('has grade: "yes"', 'its points are "abc"', 'not text ({"x": [1]})')), types
     assert _row(hostile, "s_link")["status"] == "invalid notebook"
     assert _row(hostile, "t_sparse")["status"] == "invalid notebook"
     course = hostile["out"] / "course"  # the lab's template stays; no student's folder does

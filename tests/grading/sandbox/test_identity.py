@@ -289,8 +289,36 @@ def _metadata_not_an_object(notebook):
     _first(notebook, "answer").metadata["nbgrader"] = "solution"
 
 
+def _test_meta(key, value):
+    def tamper(notebook):
+        _first(notebook, "test").metadata["nbgrader"][key] = value
+    tamper.__name__ = f"_test_cell_{key}_{value!r:.12}"
+    return tamper
+
+
+def _no_points(notebook):
+    del _first(notebook, "test").metadata["nbgrader"]["points"]
+
+
+def _answer_id_not_text(notebook):
+    _first(notebook, "answer").metadata["nbgrader"]["grade_id"] = {"x": [1]}
+
+
 @pytest.mark.parametrize("tamper, says", [
     (_copy_test_cell, "appears more than once"),
+    # values of a type nbgrader's schema does not allow: each one was a grader error (nbgrader's autograde failed:
+    # "Inconsistent checksums", float("abc"), KeyError 'points'; the grader's own check raised TypeError on a
+    # grade id it could not look up), graded again by every run and never scored
+    (_test_meta("grade", "yes"), 'has grade: "yes" (the lab\'s: true)'),
+    (_test_meta("grade_id", [1]), "with a grade id that is not text ([1])"),
+    (_answer_id_not_text, 'with a grade id that is not text ({"x": [1]})'),
+    (_test_meta("points", "abc"), 'its points are "abc", not a number'),
+    (_test_meta("points", "x" * 500), '"' + "x" * (bounds.METADATA_SHOWN_CHARS - 1) + '...'),
+    (_no_points, "it has no points"),
+    # what nbgrader's own check refuses, named before the run instead of "nbgrader rejected the metadata" after it
+    (_test_meta("schema_version", 99), "nbgrader refuses its metadata (Schema version is too new: 99"),
+    (_test_meta("schema_version", "3"), "nbgrader refuses its metadata ("),
+    (_test_meta("mine", 1), "nbgrader refuses its metadata (Additional properties are not allowed"),
     (_unknown_graded_cell, "the grade id 'free_points', which the lab does not have"),
     (_delete_test_cell, "is missing"),
     (_unlock, "has locked: false (the lab's: true)"),
@@ -306,9 +334,11 @@ def test_tampered_grade_cells_are_refused_with_the_reason(tmp_path, tamper, says
 
 
 def test_what_nbgrader_itself_tolerates_is_not_refused(tmp_path):
-    """A copied answer cell (nbgrader grades the last copy), a new cell of the student's own, an answer cell
-    deleted (its tests fail), a cell with an id it claims nothing with, a test cell's points or source
-    changed (nbgrader grades with the lab's): all still notebooks of the lab, graded by the lab's tests."""
+    """A copied answer cell (the grader keeps the last copy's metadata, as nbgrader means to), a new cell of the
+    student's own, an answer cell deleted (its tests fail), a cell claiming no flag whatever its metadata (the
+    grader takes it off), a test cell's points (a number, or text nbgrader reads as one), checksum or source
+    changed (nbgrader grades with the lab's): all still notebooks of the lab, graded by the lab's tests. The
+    hostile-data run grades one such notebook (``worker1``)."""
     notebook = released_notebook(LAB)
     _raise_points(notebook)
     _first(notebook, "test").source = "print('all tests pass')"
@@ -322,3 +352,9 @@ def test_what_nbgrader_itself_tolerates_is_not_refused(tmp_path):
     notebook = released_notebook(LAB)
     notebook.cells.remove(_first(notebook, "answer"))
     assert check_notebook(_write(notebook, tmp_path / "bob.ipynb"), lab=LAB) is None
+    notebook = released_notebook(LAB)   # values nbgrader puts right, or takes off (DropUngradedMetadata)
+    test = _first(notebook, "test").metadata["nbgrader"]
+    test.update(points="100" if float(test["points"]) != 100 else "99", checksum="x")
+    for meta in ({"grade_id": [1]}, {}, {"grade": 0, "grade_id": "cell-9"}):
+        notebook.cells.append(nbformat.v4.new_code_cell("1", metadata={"nbgrader": meta}))
+    assert check_notebook(_write(notebook, tmp_path / "cy.ipynb"), lab=LAB) is None

@@ -8,6 +8,7 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
 from traitlets.utils.importstring import import_item
 
 import streamlab.grading
@@ -24,7 +25,7 @@ def _camel(stem: str) -> str:
 
 def test_each_step_is_one_class_in_a_file_named_after_it():
     files = sorted(path for path in STEPS.glob("*.py") if path.name != "__init__.py")
-    assert len(files) == 9
+    assert len(files) == 10
     listed = (STEPS / "__init__.py").read_text()
     for path in files:
         classes = [node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.ClassDef)]
@@ -122,3 +123,66 @@ def test_a_template_changed_on_disk_is_compiled_again(tmp_path):
     assert render() == render() == "one 1"
     template.write_text("two {{ x }}")
     assert render() == "two 1"
+
+
+def test_every_step_the_grader_gives_nbgrader_runs(tmp_path):
+    """nbconvert registers a step disabled unless the step says otherwise; nbgrader's own say so. The grader's
+    ``WithholdHiddenTests`` did not, so it sat in the sanitize steps and never ran (no lab has hidden tests now:
+    no grade changed)."""
+    from nbconvert.exporters import NotebookExporter
+
+    from streamlab.grading.workers.worker import grading_config
+
+    config = grading_config(tmp_path, 60)
+    ours = [step for step in (*config.Autograde.sanitize_preprocessors, *config.Autograde.autograde_preprocessors)
+            if step.__module__.startswith("streamlab.")]
+    assert {step.__name__ for step in ours} >= {"DropUngradedMetadata", "WithholdHiddenTests", "BoundedExecute"}
+    exporter = NotebookExporter(config=config)
+    for step in ours:
+        exporter.register_preprocessor(step)   # as nbgrader's Autograde does
+    assert [(type(p).__name__, p.enabled) for p in exporter._preprocessors[-len(ours):]] == \
+        [(step.__name__, True) for step in ours]
+
+
+def _pasted(cell, source=None):
+    """``cell`` as JupyterLab pastes it: its metadata (and so its grade id) copied, a cell id of its own."""
+    import copy
+
+    pasted = copy.deepcopy(cell)
+    pasted["id"] = f"pasted-{len(pasted.source)}"
+    pasted.source = source if source is not None else pasted.source
+    return pasted
+
+
+def test_a_pasted_answer_cell_is_graded_by_its_last_copy():
+    """In the place of nbgrader's ``DeduplicateIds``, which means to keep the last copy of a grade id (nbgrader issue
+    108) but leaves ``{}`` on the others, which nbgrader's own check then refuses as schema version 0 (nbgrader issue
+    1083): a learner who pasted an answer cell got "invalid notebook". Cells claiming no flag lose their metadata
+    too (nbgrader grades nothing by them, but refuses one without a schema version)."""
+    import nbformat
+    from nbgrader.nbgraderformat import MetadataValidator, SchemaTooOldError
+    from nbgrader.preprocessors import DeduplicateIds
+
+    from streamlab.grading.labs import answer_cells, find_labs, released_notebook
+    from streamlab.grading.steps.drop_ungraded_metadata import DropUngradedMetadata
+
+    lab = find_labs()[0]
+    ids = [c.metadata.nbgrader["grade_id"] for c in released_notebook(lab).cells if "nbgrader" in c.metadata]
+
+    def pasted_twice():
+        nb = released_notebook(lab)
+        answer = answer_cells(nb)[0]
+        at = nb.cells.index(answer)
+        nb.cells[at + 1:at + 1] = [_pasted(answer, "# my first try"), _pasted(answer, "# my answer")]
+        nb.cells.append(nbformat.v4.new_markdown_cell("notes", metadata={"nbgrader": {"grade_id": "notes"}}))
+        return nb, answer.metadata.nbgrader["grade_id"]
+
+    nb, _ = pasted_twice()
+    DeduplicateIds().preprocess(nb, {})
+    with pytest.raises(SchemaTooOldError):   # nbgrader's own step (when this fails, nbgrader's is fixed)
+        MetadataValidator().validate_nb(nb)
+    nb, grade_id = pasted_twice()
+    nb, _ = DropUngradedMetadata().preprocess(nb, {})
+    MetadataValidator().validate_nb(nb)
+    assert [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id] == ["# my answer"]
+    assert [c.metadata.nbgrader["grade_id"] for c in nb.cells if "nbgrader" in c.metadata] == ids
