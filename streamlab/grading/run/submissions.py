@@ -460,5 +460,10 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
     if not problems:
         return None
     more = f" (and {len(problems) - bounds.PROBLEMS_NAMED} more)" if len(problems) > bounds.PROBLEMS_NAMED else ""
-    return "its nbgrader cells differ from the lab's: " + "; ".join(problems[:bounds.PROBLEMS_NAMED]) + more
+    return ("its nbgrader cells differ from the lab's: " + "; ".join(problems[:bounds.PROBLEMS_NAMED]) + more
+            + ". " + GRADE_CELLS_FIX)
+
+
+GRADE_CELLS_FIX = ("The grader needs the lab's test and locked cells as the lab has them: undo the change to the "
+                   "cell (or its metadata), or copy your answers into a fresh copy of the lab")
 

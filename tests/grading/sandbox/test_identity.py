@@ -22,7 +22,7 @@ from streamlab.grading.labs import GradingError, find_labs, lab_notebooks, relea
 from streamlab.grading.outputs.exports import canvas
 from streamlab.grading.outputs.results import Result, Status
 from streamlab.grading.outputs.roster import match, parse_roster
-from streamlab.grading.run.submissions import check_notebook, find_submissions, name_problem
+from streamlab.grading.run.submissions import GRADE_CELLS_FIX, check_notebook, find_submissions, name_problem
 
 LAB = find_labs()[0]
 NAME = lab_notebooks(LAB)[0]
@@ -239,7 +239,7 @@ def test_a_test_cell_turned_into_an_answer_cell_is_an_invalid_notebook(tmp_path)
     problem = check_notebook(_write(notebook, tmp_path / "ana.ipynb"), lab=LAB)
     grade_id = test.metadata["nbgrader"]["grade_id"]
     assert problem == (f"ana.ipynb: its nbgrader cells differ from the lab's: the lab's test cell {grade_id!r} has "
-                       f"solution: true (the lab's: false)")
+                       f"solution: true (the lab's: false). {GRADE_CELLS_FIX}")
     assert check_notebook(tmp_path / "ana.ipynb") is None   # without the lab: a notebook like any other
 
 

@@ -134,9 +134,11 @@ def test_every_step_the_grader_gives_nbgrader_runs(tmp_path):
     from streamlab.grading.workers.worker import grading_config
 
     config = grading_config(tmp_path, 60)
-    ours = [step for step in (*config.Autograde.sanitize_preprocessors, *config.Autograde.autograde_preprocessors)
-            if step.__module__.startswith("streamlab.")]
-    assert {step.__name__ for step in ours} >= {"DropUngradedMetadata", "WithholdHiddenTests", "BoundedExecute"}
+    lists = (config.Autograde.sanitize_preprocessors, config.Autograde.autograde_preprocessors,
+             config.GenerateFeedback.preprocessors)
+    ours = [step for steps in lists for step in steps if step.__module__.startswith("streamlab.")]
+    assert {step.__name__ for step in ours} >= {"DropUngradedMetadata", "WithholdHiddenTests", "BoundedExecute",
+                                                 "HideHiddenTests", "InertFeedback"}
     exporter = NotebookExporter(config=config)
     for step in ours:
         exporter.register_preprocessor(step)   # as nbgrader's Autograde does
