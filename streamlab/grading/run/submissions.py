@@ -407,14 +407,15 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
     notebook this lets through, nbgrader grades; every one it stops, nbgrader would refuse or fail on (a grader
     error, graded again by every run) or grade by the student's own "test".
 
-    Each of the lab's test and locked cells (by ``grade_id``) must be there exactly once, with its cell type
-    and its flags (``grade``, ``solution``, ``locked``, ``task``), each the lab's JSON ``true`` or ``false``. A
+    Each of the lab's test and locked cells (by ``grade_id``) must be there exactly once, with its flags
+    (``grade``, ``solution``, ``locked``, ``task``), each the lab's JSON ``true`` or ``false``. A
     cell that claims a flag must carry one of the lab's grade ids, as text. And each of the lab's cells must
     be metadata nbgrader's own check accepts once nbgrader has put the lab's points and checksum back
     (``nbgrader_refuses``): a test cell's points a number, nbgrader's schema version, no key of its own.
 
-    What nbgrader itself puts right is let through: a test cell's points and a locked cell's source (nbgrader
-    grades with the lab's); an answer cell (``solution`` only) missing (its tests then fail) or copied (the
+    What nbgrader itself puts right is let through: a test cell's points, a locked cell's source and any lab
+    cell's type (nbgrader grades with the lab's: an answer cell a stray keystroke made markdown runs as code); an
+    answer cell (``solution`` only) missing (its tests then fail) or copied (the
     grader's ``DropUngradedMetadata`` keeps the last copy's metadata); a cell claiming no flag, whatever its
     metadata (the same step takes it off)."""
     lab_cells = {}
@@ -446,8 +447,6 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
         role = _role(lab_meta)
         if seen[grade_id] == 2 and (lab_meta.get("grade") or lab_meta.get("locked")):
             problems.append(f"the lab's {role} cell {grade_id!r} appears more than once")
-        if cell.cell_type != lab_type:
-            problems.append(f"cell {grade_id!r} is a {cell.cell_type} cell; the lab's is a {lab_type} cell")
         flags = [flag for flag in FLAGS if not _same_flag(meta.get(flag, False), bool(lab_meta.get(flag)))]
         for flag in flags:
             problems.append(f"the lab's {role} cell {grade_id!r} has {flag}: {_shown(meta.get(flag, False))} "

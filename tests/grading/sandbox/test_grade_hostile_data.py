@@ -54,8 +54,9 @@ heap:
                  the checks' JVM failing: a grader error, run after run) -> graded: Part B fails, every other part
                  earns its points (the broker serves the submission after j_heap)
     worker1      the blank lab, under the id whose log was the slot's own (it truncated it) -> graded, its
-                 own log in logs/, the grader's whole in grader/; and one answer cell pasted twice, as a learner
-                 keeps a try (the old grader: invalid notebook, by nbgrader's DeduplicateIds) -> graded
+                 own log in logs/, the grader's whole in grader/; with one answer cell pasted twice, as a learner
+                 keeps a try (the old grader: invalid notebook, by nbgrader's DeduplicateIds), and another made
+                 markdown by a keystroke (the old grader refused it; nbgrader makes it code) -> graded
 """
 from __future__ import annotations
 
@@ -318,8 +319,11 @@ def _mistyped():
     return nb
 
 
-def _pasted_twice():
+def _learner_slips():
     nb = grading.released_notebook(LAB, _name())
+    slip = grading.answer_cells(nb)[1]
+    slip.cell_type = "markdown"   # JupyterLab's "m" in command mode
+    del slip["outputs"], slip["execution_count"]
     answer = grading.answer_cells(nb)[0]
     at = nb.cells.index(answer)
     for n in (1, 2):
@@ -365,7 +369,7 @@ def hostile(kafka_bootstrap, tmp_path_factory):
                        submissions / f"{student}.ipynb")
     reference = grading.reference_notebook(LAB, _name())
     nbformat.write(reference, submissions / "zz_victim.ipynb")
-    nbformat.write(_pasted_twice(), submissions / "worker1.ipynb")
+    nbformat.write(_learner_slips(), submissions / "worker1.ipynb")
     blank = nbformat.writes(grading.released_notebook(LAB, _name())).encode()
     at = blank.index(b'"metadata": {') + len(b'"metadata": {')
     (submissions / "o_expand.ipynb").write_bytes(blank[:at] + b'"x": [' + b"{}," * 7_000_000 + b"{}], " + blank[at:])

@@ -273,8 +273,8 @@ def _unlock(notebook):
     _first(notebook, "locked").metadata["nbgrader"]["locked"] = False
 
 
-def _to_markdown(notebook):
-    cell = _first(notebook, "test")
+def _to_markdown(cell):
+    """What JupyterLab's "m" does to a code cell (a keystroke in command mode)."""
     cell.cell_type = "markdown"
     del cell["outputs"], cell["execution_count"]
 
@@ -322,7 +322,6 @@ def _answer_id_not_text(notebook):
     (_unknown_graded_cell, "the grade id 'free_points', which the lab does not have"),
     (_delete_test_cell, "is missing"),
     (_unlock, "has locked: false (the lab's: true)"),
-    (_to_markdown, "is a markdown cell; the lab's is a code cell"),
     (_graded_without_id, "is marked grade with no grade id"),
     (_metadata_not_an_object, "nbgrader metadata is not an object"),
 ])
@@ -337,8 +336,8 @@ def test_what_nbgrader_itself_tolerates_is_not_refused(tmp_path):
     """A copied answer cell (the grader keeps the last copy's metadata, as nbgrader means to), a new cell of the
     student's own, an answer cell deleted (its tests fail), a cell claiming no flag whatever its metadata (the
     grader takes it off), a test cell's points (a number, or text nbgrader reads as one), checksum or source
-    changed (nbgrader grades with the lab's): all still notebooks of the lab, graded by the lab's tests. The
-    hostile-data run grades one such notebook (``worker1``)."""
+    changed, a cell's type changed (nbgrader grades with the lab's): all still notebooks of the lab, graded by the
+    lab's tests. The hostile-data run grades one such notebook (``worker1``)."""
     notebook = released_notebook(LAB)
     _raise_points(notebook)
     _first(notebook, "test").source = "print('all tests pass')"
@@ -358,3 +357,7 @@ def test_what_nbgrader_itself_tolerates_is_not_refused(tmp_path):
     for meta in ({"grade_id": [1]}, {}, {"grade": 0, "grade_id": "cell-9"}):
         notebook.cells.append(nbformat.v4.new_code_cell("1", metadata={"nbgrader": meta}))
     assert check_notebook(_write(notebook, tmp_path / "cy.ipynb"), lab=LAB) is None
+    notebook = released_notebook(LAB)   # a test and an answer cell made markdown: nbgrader makes them code again
+    _to_markdown(_first(notebook, "test"))
+    _to_markdown(_first(notebook, "answer"))
+    assert check_notebook(_write(notebook, tmp_path / "di.ipynb"), lab=LAB) is None
