@@ -20,7 +20,7 @@ SETTINGS = {"sandbox": True, "limits": {"memory_mb": 4096, "processes": 1024, "c
 def _record(shard: str, students: list[str], **changes) -> RunRecord:
     fields = dict(lab=LAB, shard=shard, students={s: FILES[s] for s in students}, folder_total=len(CLASS),
                   folder_sha256=folder_digest(list(FILES.values())), solution_sha256="a" * 64, checks_sha256="c" * 64,
-                  grader="streamlab 0.1.0, nbgrader 0.9.5, grading code 123456789abc", settings=SETTINGS,
+                  grader="streamlab 0.1.0, nbgrader 0.9.5, pyspark 4.3.0, grading code 123456789abc", settings=SETTINGS,
                   machine="node-a", started_at="2026-11-25T10:00:00+00:00", finished_at="2026-11-25T10:30:00+00:00",
                   wall_seconds=1800.0, graded=len(students))
     fields.update(changes)

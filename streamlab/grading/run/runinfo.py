@@ -68,8 +68,9 @@ def grade_deciding_files() -> list[Path]:
 
 
 def grader_version() -> str:
-    """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, grading code 1a2b3c4d5e6f`` (a hash of every file
-    that decides a grade, ``grade_deciding_files``)."""
+    """The grader's version: ``streamlab 0.1.0, nbgrader 0.9.5, pyspark 4.3.0, grading code 1a2b3c4d5e6f`` (a hash of
+    every file that decides a grade, ``grade_deciding_files``). nbgrader runs and scores the notebook; Spark reads the
+    state the checks grade (its state reader's output changes between releases), so both are part of it."""
     from importlib.metadata import PackageNotFoundError, version
 
     def of(name: str) -> str:
@@ -83,7 +84,8 @@ def grader_version() -> str:
     for path in grade_deciding_files():
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
-    return f"streamlab {of('streamlab')}, nbgrader {of('nbgrader')}, grading code {digest.hexdigest()[:12]}"
+    return (f"streamlab {of('streamlab')}, nbgrader {of('nbgrader')}, pyspark {of('pyspark')}, "
+            f"grading code {digest.hexdigest()[:12]}")
 
 
 def grading_settings(*, sandbox: dict | None, timeout_s: float, cell_timeout_s: float | None) -> dict:

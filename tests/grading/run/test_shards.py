@@ -86,3 +86,19 @@ def test_the_graders_version_hashes_everything_that_decides_a_grade(tmp_path, mo
     before = runinfo.grader_version()
     helper.write_text("X = 3\n")
     assert runinfo.grader_version() != before, "once a lesson imports it, it decides a grade"
+
+
+def test_the_graders_version_names_the_packages_that_run_and_read_a_grade(monkeypatch):
+    """nbgrader runs and scores the notebook, Spark reads the state the checks grade: a machine with another release
+    of either grades with other code, so its shards do not merge and a rerun there grades again."""
+    import importlib.metadata
+
+    from streamlab.grading.run import runinfo
+
+    real = importlib.metadata.version
+    before = runinfo.grader_version()
+    assert f"pyspark {real('pyspark')}," in before and f"nbgrader {real('nbgrader')}," in before, before
+    for package in ("pyspark", "nbgrader"):
+        monkeypatch.setattr(importlib.metadata, "version", lambda name, p=package: "9.9" if name == p else real(name))
+        assert runinfo.grader_version() != before, package
+
