@@ -29,11 +29,17 @@ def test_the_grader_runs_it_right_after_overwrite_cells(tmp_path):
     steps = [step.__name__ for step in config.Autograde.sanitize_preprocessors]
     assert steps[steps.index("OverwriteCells") + 1] == "WithholdHiddenTests"
     assert [step.__name__ for step in config.Autograde.autograde_preprocessors][0] == "BoundedExecute"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL), nbformat.v4.new_markdown_cell(
-        "### BEGIN HIDDEN TESTS (a markdown cell is text, left alone)")])
+    test = {"grade": True, "grade_id": "t", "locked": True, "points": 1, "solution": False, "schema_version": 3}
+    answer = dict(test, grade=False, locked=False, solution=True, grade_id="a")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(CELL, metadata={"nbgrader": test}),
+        nbformat.v4.new_markdown_cell("### BEGIN HIDDEN TESTS (a markdown cell is text, left alone)"),
+        nbformat.v4.new_code_cell(CELL, metadata={"nbgrader": answer}),   # the student's: runs as written
+        nbformat.v4.new_code_cell(CELL)])
     out, _ = WithholdHiddenTests().preprocess(nb, {})
     assert "secret_answer" not in out.cells[0].source and NOTE in out.cells[0].source
     assert out.cells[1].source.startswith("### BEGIN HIDDEN TESTS")
+    assert out.cells[2].source == out.cells[3].source == CELL
 
 
 def test_one_reader_of_the_markers_for_the_kernel_and_the_feedback():
