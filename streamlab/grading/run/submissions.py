@@ -372,6 +372,12 @@ def _shown(value) -> str:
     return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
 
 
+def _named(grade_id: str) -> str:
+    """A grade id the lab does not have, quoted as Python does, cut like ``_shown``."""
+    text = repr(grade_id)
+    return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
+
+
 def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
     """Why nbgrader would refuse (or fail on) one of the lab's cells with the nbgrader metadata ``meta``, or None.
 
@@ -437,7 +443,7 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
         if not (isinstance(grade_id, str) and grade_id in lab_cells):
             if claims:
                 problems.append(f"cell {index} is marked {'/'.join(claims)} with "
-                                + (f"the grade id {grade_id!r}, which the lab does not have"
+                                + (f"the grade id {_named(grade_id)}, which the lab does not have"
                                    if isinstance(grade_id, str) and grade_id
                                    else f"a grade id that is not text ({_shown(grade_id)})" if grade_id is not None
                                    else "no grade id"))

@@ -261,6 +261,14 @@ def _unknown_graded_cell(notebook):
     notebook.cells.append(cell)
 
 
+def _unknown_graded_cell_named(grade_id):
+    def tamper(notebook):
+        _unknown_graded_cell(notebook)
+        notebook.cells[-1].metadata["nbgrader"]["grade_id"] = grade_id
+    tamper.__name__ = f"_unknown_graded_cell_named_{len(grade_id)}_chars"
+    return tamper
+
+
 def _delete_test_cell(notebook):
     notebook.cells.remove(_first(notebook, "test"))
 
@@ -320,6 +328,7 @@ def _answer_id_not_text(notebook):
     (_test_meta("schema_version", "3"), "nbgrader refuses its metadata ("),
     (_test_meta("mine", 1), "nbgrader refuses its metadata (Additional properties are not allowed"),
     (_unknown_graded_cell, "the grade id 'free_points', which the lab does not have"),
+    (_unknown_graded_cell_named("y" * 10_000), "the grade id '" + "y" * (bounds.METADATA_SHOWN_CHARS - 1) + "...,"),
     (_delete_test_cell, "is missing"),
     (_unlock, "has locked: false (the lab's: true)"),
     (_graded_without_id, "is marked grade with no grade id"),
