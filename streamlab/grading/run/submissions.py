@@ -366,16 +366,14 @@ def _same_flag(value, lab_value: bool) -> bool:
     return isinstance(value, bool) and value == lab_value
 
 
+def _cut(text: str) -> str:
+    """Something a student wrote in a cell's metadata, cut to ``bounds.METADATA_SHOWN_CHARS`` for a reason's words."""
+    return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
+
+
 def _shown(value) -> str:
-    """A value from a student's metadata, as JSON, cut to ``bounds.METADATA_SHOWN_CHARS`` for a reason's text."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
-
-
-def _named(grade_id: str) -> str:
-    """A grade id the lab does not have, quoted as Python does, cut like ``_shown``."""
-    text = repr(grade_id)
-    return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
+    """A value from a student's metadata, as JSON, cut."""
+    return _cut(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
@@ -443,7 +441,7 @@ def check_grade_cells(notebook, source_notebook) -> str | None:
         if not (isinstance(grade_id, str) and grade_id in lab_cells):
             if claims:
                 problems.append(f"cell {index} is marked {'/'.join(claims)} with "
-                                + (f"the grade id {_named(grade_id)}, which the lab does not have"
+                                + (f"the grade id {_cut(repr(grade_id))}, which the lab does not have"
                                    if isinstance(grade_id, str) and grade_id
                                    else f"a grade id that is not text ({_shown(grade_id)})" if grade_id is not None
                                    else "no grade id"))

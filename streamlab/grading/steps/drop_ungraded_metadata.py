@@ -28,12 +28,11 @@ class DropUngradedMetadata(Preprocessor):
         seen = set()
         for cell in reversed(nb.cells):
             meta = cell.get("metadata", {}).get("nbgrader")
-            if meta is None:
+            if not isinstance(meta, dict):   # none, or not an object (the check before the run refuses that)
                 continue
-            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
-            claims = isinstance(meta, dict) and any(meta.get(flag) for flag in FLAGS)
-            if isinstance(meta, dict) and (not claims or (isinstance(grade_id, str) and grade_id in seen)):
+            grade_id = meta.get("grade_id")
+            if not any(meta.get(flag) for flag in FLAGS) or (isinstance(grade_id, str) and grade_id in seen):
                 del cell.metadata["nbgrader"]
-            elif claims and isinstance(grade_id, str):
+            elif isinstance(grade_id, str):
                 seen.add(grade_id)
         return nb, resources
