@@ -19,6 +19,7 @@ open file.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -376,6 +377,14 @@ def _shown(value) -> str:
     return _cut(json.dumps(value, ensure_ascii=False, default=str))
 
 
+@functools.cache
+def _metadata_validator():
+    """nbgrader's ``MetadataValidator``, made once: making one reads nbgrader's three schema files."""
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    return MetadataValidator()
+
+
 def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
     """Why nbgrader would refuse (or fail on) one of the lab's cells with the nbgrader metadata ``meta``, or None.
 
@@ -383,7 +392,7 @@ def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
     lab's back when they differ, and puts the lab's checksum on every cell; then its ``CheckCellMetadata``
     validates the cell (``MetadataValidator``: nbgrader's JSON Schema, its schema version, its rules)."""
     import nbformat
-    from nbgrader.nbgraderformat import MetadataValidator, SchemaTooNewError, SchemaTooOldError, ValidationError
+    from nbgrader.nbgraderformat import SchemaTooNewError, SchemaTooOldError, ValidationError
 
     meta = dict(meta)
     if lab_meta.get("grade"):
@@ -398,7 +407,7 @@ def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
     meta["checksum"] = lab_meta.get("checksum") or "0" * 32  # nbgrader's own, from its gradebook
     cell = nbformat.from_dict({"cell_type": cell_type, "source": "", "metadata": {"nbgrader": meta}})
     try:
-        MetadataValidator().validate_cell(cell)
+        _metadata_validator().validate_cell(cell)
     except (ValidationError, SchemaTooOldError, SchemaTooNewError, TypeError, KeyError) as err:
         # nbgrader's reading of the student's values: its schema's words, or a value of a type it cannot compare
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
