@@ -4,6 +4,7 @@ module ``__getattr__``)."""
 from __future__ import annotations
 
 import ast
+import copy
 import importlib
 import re
 from pathlib import Path
@@ -146,13 +147,11 @@ def test_every_step_the_grader_gives_nbgrader_runs(tmp_path):
         [(step.__name__, True) for step in ours]
 
 
-def _pasted(cell, source=None):
-    """``cell`` as JupyterLab pastes it: its metadata (and so its grade id) copied, a cell id of its own."""
-    import copy
-
+def _pasted(cell, source: str, cell_id: str):
+    """``cell`` as JupyterLab pastes it, then edited to ``source``: its metadata (and so its grade id) copied, a cell
+    id of its own."""
     pasted = copy.deepcopy(cell)
-    pasted["id"] = f"pasted-{len(pasted.source)}"
-    pasted.source = source if source is not None else pasted.source
+    pasted["id"], pasted.source = cell_id, source
     return pasted
 
 
@@ -175,7 +174,8 @@ def test_a_pasted_answer_cell_is_graded_by_its_last_copy():
         nb = released_notebook(lab)
         answer = answer_cells(nb)[0]
         at = nb.cells.index(answer)
-        nb.cells[at + 1:at + 1] = [_pasted(answer, "# my first try"), _pasted(answer, "# my answer")]
+        nb.cells[at + 1:at + 1] = [_pasted(answer, "# my first try", "pasted-1"),
+                                   _pasted(answer, "# my answer", "pasted-2")]
         nb.cells.append(nbformat.v4.new_markdown_cell("notes", metadata={"nbgrader": {"grade_id": "notes"}}))
         return nb, answer.metadata.nbgrader["grade_id"]
 
