@@ -408,11 +408,19 @@ def nbgrader_refuses(meta: dict, lab_meta: dict, cell_type: str) -> str | None:
     cell = nbformat.from_dict({"cell_type": cell_type, "source": "", "metadata": {"nbgrader": meta}})
     try:
         _metadata_validator().validate_cell(cell)
-    except (ValidationError, SchemaTooOldError, SchemaTooNewError, TypeError, KeyError) as err:
-        # nbgrader's reading of the student's values: its schema's words, or a value of a type it cannot compare
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return f"nbgrader refuses its metadata ({first[:bounds.METADATA_SHOWN_CHARS * 3]})"
+    except ValidationError as err:
+        if err.path:   # jsonschema's words quote the value but not its key ("5 is not of type 'string'")
+            return (f"nbgrader refuses its metadata (its {'.'.join(map(str, err.path))} is {_shown(err.instance)}; "
+                    f"nbgrader's schema wants {err.validator} {_cut(json.dumps(err.validator_value, default=str))})")
+        return _refusal(err)
+    except (SchemaTooOldError, SchemaTooNewError, TypeError, KeyError) as err:
+        return _refusal(err)   # nbgrader's own words, or a value of a type it cannot compare
     return None
+
+
+def _refusal(err: Exception) -> str:
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return f"nbgrader refuses its metadata ({first[:bounds.METADATA_SHOWN_CHARS * 3]})"
 
 
 def check_grade_cells(notebook, source_notebook) -> str | None:

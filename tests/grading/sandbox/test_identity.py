@@ -327,6 +327,10 @@ def _answer_id_not_text(notebook):
     (_test_meta("schema_version", 99), "nbgrader refuses its metadata (Schema version is too new: 99"),
     (_test_meta("schema_version", "3"), "nbgrader refuses its metadata ("),
     (_test_meta("mine", 1), "nbgrader refuses its metadata (Additional properties are not allowed"),
+    # jsonschema's own words name the value, not the key ("[[[[...": which one?): the key and what the schema wants
+    (_test_meta("cell_type", [[["x" * 100]]]),
+     'nbgrader refuses its metadata (its cell_type is [[["' + "x" * (bounds.METADATA_SHOWN_CHARS - 4) + '...; '
+     'nbgrader\'s schema wants type "string")'),
     (_unknown_graded_cell, "the grade id 'free_points', which the lab does not have"),
     (_unknown_graded_cell_named("y" * 10_000), "the grade id '" + "y" * (bounds.METADATA_SHOWN_CHARS - 1) + "...,"),
     (_delete_test_cell, "is missing"),
