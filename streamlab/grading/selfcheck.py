@@ -315,7 +315,7 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOU
         finally:
             grader.close()
         if graded.report is None:  # refused before it ran, or the grader failed
-            result.status, result.detail = graded.status, _first_error(graded.detail)
+            result.status, result.detail = graded.status, _in_your_words(_first_error(graded.detail), copy, notebook)
         else:
             _read_report(result, graded.report, grader.progress_notebook(STUDENT), nb, released, config,
                          cell_timeout_s, timeout_s)
@@ -327,6 +327,13 @@ def run_selfcheck(notebook: Path, *, timeout_s: float = bounds.SUBMISSION_TIMEOU
             shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 1)
     return result
+
+
+def _in_your_words(detail: str, copy: Path, notebook: Path) -> str:
+    """The grader names the file it refused, and here that is the check's copy, called after the lab: say the
+    learner's file instead (they may have saved the lab as ``mine.ipynb``)."""
+    said = f"{copy.name}: "
+    return f"{notebook.name}: {detail[len(said):]}" if detail.startswith(said) else detail
 
 
 def _first_error(text: str) -> str:

@@ -252,6 +252,17 @@ def test_a_notebook_the_grader_refuses_is_refused_here_too(tmp_path):
     assert f"the lab's test cell {grade_id!r} has solution: true (the lab's: false)" in format_report(result)
 
 
+def test_a_refusal_names_the_learners_file_not_the_checks_copy(tmp_path):
+    """The check runs a copy named after the lab; a refusal that named the copy told a learner who saved the lab as
+    mine.ipynb about a file they never had."""
+    path, test = _a_test_cell_made_an_answer(ROOT / "labs" / LAB / f"{LAB}.ipynb", tmp_path)
+    mine = path.rename(tmp_path / "mine.ipynb")
+    result = run_selfcheck(mine, bootstrap="127.0.0.1:1")
+    assert result.status == "invalid notebook", result
+    assert result.detail.startswith("mine.ipynb: its nbgrader cells differ from the lab's"), result.detail
+    assert f"{LAB}.ipynb" not in format_report(result)
+
+
 def test_a_chinese_notebook_is_told_in_chinese_from_the_first_line(tmp_path, monkeypatch, capsys):
     """`streamlab check` on a lab of the course in Chinese: the line before the run and the report are in Chinese,
     the grader's reason (a flag the learner changed) as the grader says it."""
