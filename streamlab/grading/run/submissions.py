@@ -324,6 +324,10 @@ def check_notebook_bytes(data: bytes, shown: str, *, source: Path | None = None)
         return f"{shown} is JSON nested too deeply to be a notebook"
     except ValueError as err:
         return f"{shown} is not JSON ({err})"
+    if isinstance(parsed, dict) and "worksheets" in parsed and type(parsed.get("nbformat")) is int:
+        return (f"{shown} is a Jupyter notebook in the old format {parsed['nbformat']} (before 2015), which the grader "
+                f"does not read: open it in JupyterLab and save it (JupyterLab saves format 4), or copy your answers "
+                f"into a fresh copy of the lab")
     if not isinstance(parsed, dict) or "cells" not in parsed or "nbformat" not in parsed:
         return f"{shown} is JSON but not a Jupyter notebook"
     try:

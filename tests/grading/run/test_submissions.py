@@ -89,6 +89,10 @@ def test_submission_hash_follows_content(tmp_path):
     (b"\xff\xfe\x00binary", "cannot be read as text (UnicodeDecodeError)"),
     (json.dumps({"student": "i", "answer": 42}).encode(), "is JSON but not a Jupyter notebook"),
     (json.dumps([1, 2]).encode(), "is JSON but not a Jupyter notebook"),
+    (json.dumps({"metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0,  # as Jupyter wrote it before 2015
+                 "worksheets": [{"cells": [{"cell_type": "code", "input": "1 + 1", "language": "python",
+                                            "metadata": {}, "outputs": []}], "metadata": {}}]}).encode(),
+     "is a Jupyter notebook in the old format 3 (before 2015), which the grader does not read: open it in JupyterLab"),
     (json.dumps({"cells": [{"cell_type": "spreadsheet"}], "nbformat": 4, "nbformat_minor": 5,
                  "metadata": {}}).encode(), "is not a valid Jupyter notebook"),
 ])
