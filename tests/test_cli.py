@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import streamlab as sl
 
 
@@ -53,6 +55,7 @@ def test_kafka_read_of_a_missing_topic_says_so_and_creates_nothing(kafka_bootstr
     assert "no-such-topic-cli" not in sl.list_topics()
 
 
+@pytest.mark.slow
 def test_kafka_topics_says_when_kafka_does_not_answer():
     proc = streamlab("kafka", "topics", env=dict(os.environ, KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:9"))
     assert proc.returncode == 2 and "no answer from Kafka at 127.0.0.1:9" in proc.stderr

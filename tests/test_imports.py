@@ -231,13 +231,14 @@ def test_an_import_put_back_into_a_function_fails(tmp_path):
     """The rule catches the pattern it replaced: a sibling imported inside a function."""
     copy = tmp_path / "streamlab"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    assert imports_inside_functions(copy) == imports_inside_functions(PACKAGE)
     events = copy / "lessons" / "events.py"
     lines = events.read_text().splitlines()
     events.write_text("\n".join(lines) + "\n\n\ndef _produce(topic, rows):\n    from ..stack.kafka import produce\n\n"
                       "    produce(topic, rows)\n")
-    assert f"streamlab/lessons/events.py:{len(lines) + 4} imports streamlab.stack.kafka inside a function" in \
-        imports_inside_functions(copy)
+    put_back = f"streamlab/lessons/events.py:{len(lines) + 4} imports streamlab.stack.kafka inside a function"
+    found = imports_inside_functions(copy)
+    assert put_back in found  # and the copy reads as the package does otherwise:
+    assert [line for line in found if line != put_back] == imports_inside_functions(PACKAGE)
 
 
 @pytest.mark.parametrize("module", sorted(module_files(PACKAGE)))

@@ -147,6 +147,7 @@ def test_the_graders_tests_are_laid_out_like_its_wings():
     assert all(list((ROOT / "tests" / "grading" / wing).glob("test_*.py")) for wing in wings)
 
 
+@pytest.mark.slow
 def test_a_broker_a_course_command_starts_in_a_run_stops_with_the_run(tmp_path):
     """A test that runs a course command with no Kafka configured gets the course's broker started in the run's data
     folder (as a learner would); the run stops it when it ends."""

@@ -59,8 +59,8 @@ def test_a_zip_whose_header_lies_is_refused(tmp_path):
 
 @pytest.mark.parametrize("make, message", [
     (lambda root: (root / "offsets" / "1").write_bytes(b"v1\n" + b" " * (2 * 2**20)), "offsets/1 is 2048 kB"),
-    (lambda root: [(root / "state" / f"f{i}").write_text("") for i in range(bounds.CHECKPOINT_FILES + 1)],
-     "more than 20000 files"),
+    pytest.param(lambda root: [(root / "state" / f"f{i}").write_text("") for i in range(bounds.CHECKPOINT_FILES + 1)],
+                 "more than 20000 files", marks=pytest.mark.slow),  # 20,001 files made
     (lambda root: (root / "link").symlink_to("/etc/passwd"), "link is not a regular file"),
 ])
 def test_a_checkpoint_past_a_cap_is_refused(tmp_path, make, message):
@@ -166,6 +166,7 @@ def test_the_kernel_clients_sockets_refuse_large_messages():
 
 
 @pytest.mark.parametrize("channel", ["iopub", "shell"])
+@pytest.mark.slow
 def test_a_connection_dropped_for_a_message_past_the_bound_is_connected_again(channel):
     """ZeroMQ drops the connection that brought a message over the bound and never connects that socket again: one
     20 MB output cost every later cell its outputs (and each the wait for its "idle"); one 20 MB execute reply (a
@@ -262,6 +263,7 @@ except KeyboardInterrupt:  # interrupted at its time limit: it stops, but takes 
 """
 
 
+@pytest.mark.slow
 def test_a_cell_slow_to_stop_when_interrupted_costs_only_itself(tmp_path):
     """A cell that reaches its time limit is interrupted, and one that then stops, however slowly, costs only itself.
     nbclient gave the kernel 4 s to say it had stopped, then ended the notebook there: every later part was lost

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -41,6 +43,7 @@ def test_a_bad_shard_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and "numbered from 1" in proc.stderr
 
 
+@pytest.mark.slow
 def test_an_empty_shard_still_leaves_its_record_for_the_merge(tmp_path):
     """A small class over many shards: a shard with nobody in it grades nothing (no Kafka, no kernel) and
     says so in run.json, so that the merge does not take it for a missing shard."""

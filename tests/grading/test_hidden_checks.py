@@ -128,6 +128,7 @@ print(json.dumps({"said": said, "grown_mb": peak_mb() - before}))
 """
 
 
+@pytest.mark.slow
 def test_huge_records_are_refused_one_by_one_before_they_are_decoded(kafka_bootstrap, monkeypatch):
     """A topic of gzip'd 48 MB records (each ~50 kB on the wire) made the old checks decode them all: a 6.7 GB
     worker. Then they decoded every record one poll brought (five here: 240 MB and more) before looking at any. Now

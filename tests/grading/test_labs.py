@@ -195,6 +195,7 @@ def test_config_grades_as_promised(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore:Object of type .* not in session")  # nbgrader's gradebook internals
+@pytest.mark.slow
 def test_a_new_gradebook_reads_its_version_without_a_new_python(tmp_path, monkeypatch):
     """nbgrader asks `alembic heads` in a new Python process for each new gradebook (3-5 s); the course reads the
     same version in its own process. The gradebook still records exactly what `alembic heads` prints."""

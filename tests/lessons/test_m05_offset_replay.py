@@ -153,6 +153,7 @@ def test_data_loss_message_keeps_the_reason():
     assert sl.m05.data_loss_message(ValueError("first\nsecond")) == "first"
 
 
+@pytest.mark.slow
 def test_spark_starts_where_kafka_says_for_a_timestamp(spark, timed_topic):
     when = EVENTS[20]["ts"]
     rows = sl.kafka_table(timed_topic, sl.ACCESS_LOG_SCHEMA,

@@ -1,6 +1,8 @@
 """streamlab.lessons.streams: topics as DataFrames, and a sink that keeps every micro-batch."""
 from __future__ import annotations
 
+import pytest
+
 import streamlab as sl
 
 
@@ -42,6 +44,7 @@ def test_kafka_table_parses_values_and_keeps_kafka_columns(spark):
     sl.delete_topic(topic)
 
 
+@pytest.mark.slow
 def test_run_to_end_sends_each_batch_to_its_output_topic_once(spark):
     """``output_topic=``: the topic holds every row the run kept, as Spark's ``to_json`` writes it (timestamps in
     the session's time zone), with its batch id; and the stateful operator ran once per batch, not once for the

@@ -137,6 +137,7 @@ def test_the_door_logs_in_as_the_student_who_sees_only_their_own_topics(kafka_bo
         Principal(kafka_bootstrap, name=name).remove()
 
 
+@pytest.mark.slow
 def test_a_teachers_principal_reads_every_topic(kafka_bootstrap, listener):
     name = f"t{secrets.token_hex(4)}"
     theirs = topic_with_records(kafka_bootstrap, f"other{secrets.token_hex(3)}-events")
@@ -197,6 +198,7 @@ def a_students_server(tmp_path):
         log.close()
 
 
+@pytest.mark.slow
 def test_a_kernel_that_died_under_a_cell_answers_the_next_connection(a_students_server):
     """The docker tier's memory-limit test once waited 38 minutes (until stopped by hand): its second connection
     sent a cell to the kernel the server was still restarting, the request was lost, and the server's pings kept the

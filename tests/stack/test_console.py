@@ -34,6 +34,7 @@ def test_console_command_fills_in_the_broker(kafka_bootstrap):
         console.command("mirror", [])
 
 
+@pytest.mark.slow
 def test_kafka_console_producer_creates_a_new_topic_and_reads_back(kafka_bootstrap):
     topic = fresh_name("console")
     streamlab = [sys.executable, "-m", "streamlab", "kafka", "console"]
@@ -54,6 +55,7 @@ def test_kafka_console_producer_creates_a_new_topic_and_reads_back(kafka_bootstr
 
 @pytest.mark.skipif(shutil.which("kcat") is None,
                     reason="kcat is not installed (Debian/Ubuntu: apt-get install kcat; macOS: brew install kcat)")
+@pytest.mark.slow
 def test_kcat_produces_to_a_new_topic_and_reads_it_back(kafka_bootstrap):
     topic = fresh_name("kcat")
     listing = run("kcat", "-b", kafka_bootstrap, "-L")

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from streamlab.stack import jars
 from streamlab.stack.java import QUICK_JIT
 
@@ -25,6 +27,7 @@ def test_connector_is_of_the_spark_major_and_the_doctor_says_which_pair():
     assert not any(n.startswith("scala-library") for n in names), "pyspark already ships Scala"
 
 
+@pytest.mark.slow
 def test_first_run_offline_says_what_to_do(tmp_path):
     """With an empty cache and no network, fetching fails with a message, not a stack trace."""
     env = dict(os.environ, STREAMLAB_CACHE_DIR=str(tmp_path / "cache"),

@@ -121,6 +121,7 @@ def _lab_page_config(folder: Path, *, news: bool, instructor: bool = False) -> t
     return json.loads(re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', page, re.S).group(1)), command
 
 
+@pytest.mark.slow
 def test_the_first_page_asks_nothing_about_jupyter_news(tmp_path):
     """JupyterLab started as `streamlab lab` starts it: its page says news are off (no question about "official
     Jupyter news" over lesson 00) and checks for no update. A learner's configuration says the same, for the

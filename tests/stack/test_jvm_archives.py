@@ -50,6 +50,7 @@ def assert_only_the_programs_output(proc: subprocess.CompletedProcess) -> None:
     assert len(proc.stdout.split()) == 1, f"only the uuid, not a JVM notice: {proc.stdout!r}"
 
 
+@pytest.mark.slow
 def test_an_archive_is_made_at_exit_then_mapped(own_cache):
     java, classpath = find_java(), kafka_classpath()
     if java_version(java) >= 19:
@@ -149,6 +150,7 @@ def newer_jdk() -> str | None:
 
 @pytest.mark.skipif(newer_jdk() is None, reason="needs a JDK 19 or newer in /usr/lib/jvm "
                                                  "(e.g. `apt-get install -y openjdk-21-jdk-headless`)")
+@pytest.mark.slow
 def test_a_newer_jdk_makes_and_checks_its_archive_itself(own_cache):
     java, classpath = newer_jdk(), kafka_classpath()
     options = jvm_options("kafka-tools", classpath, java=java)

@@ -107,6 +107,7 @@ def test_ping_says_when_nothing_answers():
     assert not ok and "unreachable" in detail
 
 
+@pytest.mark.slow
 def test_a_topic_deleted_while_topics_are_listed_is_left_out(kafka_bootstrap, monkeypatch):
     """Tests and graders delete topics while others list them: the listing leaves a vanished topic out
     (kafka-python 2.3.0 raised AttributeError there, 2.3.3 waits for it until the request times out)."""

@@ -5,9 +5,12 @@ import os
 import subprocess
 import zipfile
 
+import pytest
+
 from streamlab.stack import local_files
 
 
+@pytest.mark.slow
 def test_the_jar_is_compiled_once_into_the_cache_for_every_jvm_to_read(tmp_path, monkeypatch):
     monkeypatch.setenv("STREAMLAB_CACHE_DIR", str(tmp_path / "cache"))
     assert local_files.local_files_jar(make=False) is None, "nothing is made unless asked"
@@ -38,6 +41,7 @@ def test_a_java_runtime_without_javac_leaves_spark_with_hadoops_own(tmp_path, mo
     assert not (tmp_path / "cache" / "jars").exists() or not os.listdir(tmp_path / "cache" / "jars"), "nothing made"
 
 
+@pytest.mark.slow
 def test_a_source_that_does_not_compile_is_tried_once_and_its_error_kept(tmp_path, monkeypatch):
     broken = tmp_path / "CourseLocalFileSystem.java"
     broken.write_text("package streamlab; public class CourseLocalFileSystem extends Nothing {}\n")

@@ -442,6 +442,7 @@ def _partitions_of(servers: str, topic: str) -> int:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_the_java_admin_clients_requests_are_counted(kafka_bootstrap, fresh_topic, tmp_path):
     recorder = Recorder(kafka_bootstrap)
     try:

@@ -70,6 +70,7 @@ def _as(principal: Principal, listener: str) -> dict:
                 sasl_plain_username=principal.name, sasl_plain_password=principal.password)
 
 
+@pytest.mark.slow
 def test_a_principal_sees_and_changes_only_its_own_topics(principal, listener, theirs, kafka_bootstrap):
     prefix = f"mine-{secrets.token_hex(3)}-"
     principal.allow_only(prefix)
