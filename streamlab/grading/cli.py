@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..stack.jupyter import course_language
 from . import bounds
 from .gradescope import VISIBILITY, package
 from .gradescope import run as run_gradescope
@@ -23,7 +24,7 @@ from .run.shards import WHOLE, Shard, select
 from .run.submissions import SubmissionRefused, find_submissions, read_submitted_file
 from .sandbox.box import not_enforced_here
 from .sandbox.limits import Limits
-from .selfcheck import format_report, run_selfcheck
+from .selfcheck import format_report, not_a_notebook, run_selfcheck
 
 
 def _roster_for(path: str | None, submissions: list[tuple[str, str]]):
@@ -101,6 +102,10 @@ def cmd_release(args) -> int:
 
 
 def cmd_check(args) -> int:
+    wrong = not_a_notebook(args.notebook, course_language())
+    if wrong:  # the learner's slip first, before any run starts
+        print(f"streamlab check: {wrong}", file=sys.stderr)
+        return 2
     try:  # the notebook's language, for the words before its report (the report reads it again, checked)
         language = language_of_bytes(read_submitted_file(Path(args.notebook)))
     except (SubmissionRefused, OSError):

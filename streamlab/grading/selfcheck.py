@@ -254,6 +254,48 @@ def changed_locked_cells(nb, released) -> list[str]:
     return notes
 
 
+def not_a_notebook(given: str, language: str = "en") -> str | None:
+    """What to tell a learner whose ``streamlab check`` argument is no file (None when it is one), in ``language``:
+    the lab's name typed as ``streamlab grade`` takes it ("lab01"), or the lab's folder. Names the notebooks to give
+    instead, looked for in the current folder (a hub hands labs out there), its ``labs/`` and the course's (in
+    Chinese, ``zh/labs/`` first)."""
+    words = SELF_CHECK[language]
+    path, given = Path(given), given or "."
+    if path.is_file() or path.is_symlink():
+        return None  # a file (a link is refused by the grader's own reading, with its reason)
+    if path.is_dir():
+        inside = sorted(p for p in path.glob("*.ipynb") if p.is_file())
+        if not inside:
+            return words["empty_folder"].format(given=given)
+        return words["folder"].format(given=given) + "\n" + _commands(inside, words)
+    typed, here = path.name.removesuffix(".ipynb"), Path.cwd()
+    in_chinese = [here / "zh" / "labs", labs_dir().parent / "zh" / "labs"] if language == "zh" else []
+    found: dict[Path, Path] = {}
+    for base in (here, *in_chinese[:1], here / "labs", *in_chinese[1:], labs_dir()):
+        for folder in sorted(base.iterdir()) if typed and base.is_dir() else []:
+            if folder.is_dir() and folder.name.startswith(typed):
+                for notebook in sorted(folder.glob("*.ipynb")):
+                    found.setdefault(notebook.resolve(), notebook)
+    if found:
+        return words["not_a_file"].format(given=given) + "\n" + _commands(list(found.values()), words)
+    return words["no_such_file"].format(given=given, labs=_shown(labs_dir()))
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the learner would type it: from the current folder when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _commands(notebooks: list[Path], words: dict, most: int = 8) -> str:
+    lines = [f"  streamlab check {_shown(p)}" for p in notebooks[:most]]
+    if len(notebooks) > most:
+        lines.append("  " + words["and_more"].format(count=len(notebooks) - most))
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- running it
 
 STUDENT = "you"  # the one submission's student id in the self-check's own course

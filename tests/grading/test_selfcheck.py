@@ -263,6 +263,40 @@ def test_a_refusal_names_the_learners_file_not_the_checks_copy(tmp_path):
     assert f"{LAB}.ipynb" not in format_report(result)
 
 
+
+@pytest.mark.parametrize("given, says, names", [
+    ("lab01", "lab01 is not a file: check your lab notebook by its path,", [f"labs/{LAB}/{LAB}.ipynb"]),
+    (f"labs/{LAB}", f"labs/{LAB} is a folder: check the notebook in it,", [f"labs/{LAB}/{LAB}.ipynb"]),
+    ("lab0", "lab0 is not a file", [f"labs/{lab}/{lab}.ipynb" for lab in grading.find_labs()]),
+    ("nope.ipynb", "nope.ipynb: no such file. `streamlab check` takes the path of your lab notebook", []),
+])
+def test_a_lab_typed_by_name_or_folder_is_told_the_notebook_to_check(given, says, names, monkeypatch, capsys):
+    """`streamlab grade` takes a lab's name ("lab01"), so a learner types it to `streamlab check` too, or the lab's
+    folder: they were told "Running a copy of lab01 ..." then "Could not check it: lab01 is missing" (or a folder
+    "is not a submission"). Now the slip comes first, with the command that checks their notebook, and nothing runs."""
+    from streamlab.grading.cli import cmd_check
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")  # the learner's locale decides the words: English here
+    args = SimpleNamespace(notebook=given, timeout=60.0, cell_timeout=None, hidden_checks=False)
+    assert cmd_check(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"streamlab check: {says}"), (out, err)
+    assert [line.strip() for line in err.splitlines()[1:]] == [f"streamlab check {name}" for name in names]
+
+
+def test_a_lab_typed_by_name_in_a_chinese_locale_is_told_in_chinese_with_the_chinese_lab_first(monkeypatch, capsys):
+    from streamlab.grading.cli import cmd_check
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("LC_ALL", "zh_CN.UTF-8")
+    lab = "lab05_offset_replay"
+    assert cmd_check(SimpleNamespace(notebook="lab05", timeout=60.0, cell_timeout=None, hidden_checks=False)) == 2
+    first, *commands = capsys.readouterr().err.splitlines()
+    assert first == "streamlab check: lab05 不是一个文件：请用实验 notebook 的路径来检查，"
+    assert [c.strip() for c in commands] == [f"streamlab check zh/labs/{lab}/{lab}.ipynb",
+                                             f"streamlab check labs/{lab}/{lab}.ipynb"]
+
 def test_a_chinese_notebook_is_told_in_chinese_from_the_first_line(tmp_path, monkeypatch, capsys):
     """`streamlab check` on a lab of the course in Chinese: the line before the run and the report are in Chinese,
     the grader's reason (a flag the learner changed) as the grader says it."""
@@ -284,7 +318,7 @@ def test_the_command_uses_the_graders_limits():
     assert (args.timeout, args.cell_timeout) == (bounds.SUBMISSION_TIMEOUT_S, None)  # None: nbgrader_config's
     proc = subprocess.run([sys.executable, "-m", "streamlab", "check", str(ROOT / "no-such.ipynb")],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 2 and "no-such.ipynb is missing" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "no-such.ipynb: no such file" in proc.stderr, proc.stdout + proc.stderr
 
 
 def test_the_docker_stack_gives_the_check_what_it_needs():

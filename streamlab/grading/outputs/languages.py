@@ -36,6 +36,12 @@ SELF_CHECK = {
         "note": "Note: {note}",
         "more": "The grader also checks what each part left behind (its checkpoints, state and topics) against "
                 "results it computes itself, so passing here is needed for full marks but does not promise them.",
+        "not_a_file": "{given} is not a file: check your lab notebook by its path,",
+        "folder": "{given} is a folder: check the notebook in it,",
+        "empty_folder": "{given} is a folder with no notebook in it: give the path of your lab notebook",
+        "no_such_file": "{given}: no such file. `streamlab check` takes the path of your lab notebook (the labs are in "
+                        "{labs}/<lab>/)",
+        "and_more": "(and {count} more)",
     },
     "zh": {
         "running": "正在一个全新的内核中从头运行 {notebook} 的一份副本，和评分器的做法一样（你的文件不会被修改）……",
@@ -53,6 +59,12 @@ SELF_CHECK = {
         "note": "注意：{note}",
         "more": "评分器还会把每个部分留下的东西（检查点、状态和 Kafka 主题）与它自己算出的结果对照，"
                 "所以在这里通过是拿满分的前提，但并不保证满分。",
+        "not_a_file": "{given} 不是一个文件：请用实验 notebook 的路径来检查，",
+        "folder": "{given} 是一个文件夹：请检查其中的 notebook，",
+        "empty_folder": "{given} 是一个文件夹，里面没有 notebook：请给出你的实验 notebook 的路径",
+        "no_such_file": "{given}：没有这个文件。`streamlab check` 需要你的实验 notebook 的路径"
+                        "（实验在 {labs}/<实验>/ 中）",
+        "and_more": "（还有 {count} 个）",
     },
 }
 
