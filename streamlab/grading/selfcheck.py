@@ -257,8 +257,8 @@ def changed_locked_cells(nb, released) -> list[str]:
 def not_a_notebook(given: str, language: str = "en") -> str | None:
     """What to tell a learner whose ``streamlab check`` argument is no file (None when it is one), in ``language``:
     the lab's name typed as ``streamlab grade`` takes it ("lab01"), or the lab's folder. Names the notebooks to give
-    instead, looked for in the current folder (a hub hands labs out there), its ``labs/`` and the course's (in
-    Chinese, ``zh/labs/`` first)."""
+    instead: the learner's, in the current folder or its ``labs/`` (where a hub hands labs out), else the course's
+    (in Chinese, ``zh/labs/`` first)."""
     words = SELF_CHECK[language]
     path, given = Path(given), given or "."
     if path.is_file() or path.is_symlink():
@@ -268,14 +268,16 @@ def not_a_notebook(given: str, language: str = "en") -> str | None:
         if not inside:
             return words["empty_folder"].format(given=given)
         return words["folder"].format(given=given) + "\n" + _commands(inside, words)
-    typed, here = path.name.removesuffix(".ipynb"), Path.cwd()
-    in_chinese = [here / "zh" / "labs", labs_dir().parent / "zh" / "labs"] if language == "zh" else []
+    typed, here, course = path.name.removesuffix(".ipynb"), Path.cwd(), labs_dir().parent
+    own = [here, here / "zh" / "labs", here / "labs"] if language == "zh" else [here, here / "labs"]
+    the_courses = [course / "zh" / "labs", labs_dir()] if language == "zh" else [labs_dir()]
     found: dict[Path, Path] = {}
-    for base in (here, *in_chinese[:1], here / "labs", *in_chinese[1:], labs_dir()):
-        for folder in sorted(base.iterdir()) if typed and base.is_dir() else []:
-            if folder.is_dir() and folder.name.startswith(typed):
-                for notebook in sorted(folder.glob("*.ipynb")):
-                    found.setdefault(notebook.resolve(), notebook)
+    for bases in (own, the_courses):  # the course's copies only if the learner has none here
+        for base in bases if not found else []:
+            for folder in sorted(base.iterdir()) if typed and base.is_dir() else []:
+                if folder.is_dir() and folder.name.startswith(typed):
+                    for notebook in sorted(folder.glob("*.ipynb")):
+                        found.setdefault(notebook.resolve(), notebook)
     if found:
         return words["not_a_file"].format(given=given) + "\n" + _commands(list(found.values()), words)
     return words["no_such_file"].format(given=given, labs=_shown(labs_dir()))

@@ -285,6 +285,20 @@ def test_a_lab_typed_by_name_or_folder_is_told_the_notebook_to_check(given, says
     assert [line.strip() for line in err.splitlines()[1:]] == [f"streamlab check {name}" for name in names]
 
 
+
+def test_a_lab_typed_by_name_names_the_learners_copy_not_the_courses(tmp_path, monkeypatch, capsys):
+    """On a hub the lab is handed out into the student's labs/<lab>/; the course's own copy is blank."""
+    from streamlab.grading.selfcheck import not_a_notebook
+
+    lab = "lab02_keyed_state"
+    (tmp_path / "labs" / lab).mkdir(parents=True)
+    (tmp_path / "labs" / lab / f"{lab}.ipynb").write_bytes((ROOT / "labs" / lab / f"{lab}.ipynb").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert not_a_notebook("lab02").splitlines()[1:] == [f"  streamlab check labs/{lab}/{lab}.ipynb"]
+    other = "lab03_state_backends"  # none of the learner's here: the course's
+    assert not_a_notebook("lab03").splitlines()[1:] == [f"  streamlab check {ROOT}/labs/{other}/{other}.ipynb"]
+    assert not_a_notebook(f"labs/{lab}/{lab}.ipynb") is None
+
 def test_a_lab_typed_by_name_in_a_chinese_locale_is_told_in_chinese_with_the_chinese_lab_first(monkeypatch, capsys):
     from streamlab.grading.cli import cmd_check
 
