@@ -47,10 +47,13 @@ def door_main() -> int:
 
 def submit(lab: str, *, work: Path = WORK) -> Path:
     """Hand in ``work/labs/LAB/LAB.ipynb``: a copy in ``work/submitted/LAB/`` with the time, which the teacher's
-    ``streamlab classroom collect LAB`` takes. Submitting again replaces it."""
+    ``streamlab classroom collect LAB`` takes. Submitting again replaces it. ``lab`` may be the start of the
+    name of one lab handed out ("lab01"), as ``streamlab grade`` takes it."""
+    handed = sorted(p.name for p in (work / "labs").iterdir() if p.is_dir()) if (work / "labs").is_dir() else []
+    if lab and lab not in handed and len(fits := [name for name in handed if name.startswith(lab)]) == 1:
+        lab = fits[0]
     source = work / "labs" / lab / f"{lab}.ipynb"
     if not source.is_file():
-        handed = sorted(p.name for p in (work / "labs").glob("*")) if (work / "labs").is_dir() else []
         raise FileNotFoundError(f"there is no {source.relative_to(work)} to submit"
                                 + (f"; the labs handed out to you: {', '.join(handed)}" if handed
                                    else "; no lab has been handed out to you yet"))

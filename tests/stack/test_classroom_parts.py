@@ -80,6 +80,13 @@ def test_submit_copies_the_lab_with_its_time_and_says_what_was_handed_out(tmp_pa
     copy = student.submit("lab01", work=tmp_path)
     assert copy == tmp_path / "submitted" / "lab01" / "lab01.ipynb" and copy.read_text() == '{"cells": []}'
     assert (copy.parent / "timestamp.txt").read_text().startswith("20")
+    # A lab by the start of its name, as `streamlab grade` takes it, when one handed-out lab fits
+    (tmp_path / "labs" / "lab03_state_backends").mkdir()
+    (tmp_path / "labs" / "lab03_state_backends" / "lab03_state_backends.ipynb").write_text('{"cells": [1]}')
+    assert student.submit("lab03", work=tmp_path) == tmp_path / "submitted" / "lab03_state_backends" / \
+        "lab03_state_backends.ipynb"
+    with pytest.raises(FileNotFoundError, match="handed out to you: lab01, lab02, lab03_state_backends"):
+        student.submit("lab0", work=tmp_path)  # three fit: none is guessed
 
 
 def topic_with_records(servers: str, name: str) -> str:
