@@ -11,6 +11,7 @@ Its settings a learner can notice (topic auto-creation, default partitions, rete
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -94,6 +95,38 @@ def _is_our_broker(pid: int | None) -> bool:
     return "kafka.Kafka" in cmdline and str(home() / "server.properties") in cmdline
 
 
+_STRAYS_RUN = ("a broker of this folder still runs (pid {pids}) that broker.json does not name (was {home} deleted "
+               "while it ran?): `streamlab kafka stop` stops it; `streamlab kafka start` too, if its folder is gone")
+
+
+def _strays() -> list[int]:
+    """Brokers started from this folder that its broker.json does not name: the folder was deleted (or
+    broker.json overwritten) while they ran. Each still holds a port and its heap, and no command found it."""
+    import psutil
+
+    named = (_read_state() or {}).get("pid")
+    props = str(home() / "server.properties")
+    return [proc.info["pid"] for proc in psutil.process_iter(["pid", "cmdline"])
+            if proc.info["pid"] != named and "kafka.Kafka" in (proc.info["cmdline"] or ())
+            and props in proc.info["cmdline"]]
+
+
+def _folder_gone(pid: int) -> bool:
+    """Whether the broker ``pid`` was started in a folder that is no longer this one (deleted, or moved): it runs in
+    the folder it was started in (``cwd=home()``), and a folder made again at the same path is another inode. A
+    broker started a moment ago by another process, which has not written broker.json yet, is in this one."""
+    import psutil
+
+    try:
+        theirs, ours = os.stat(f"/proc/{pid}/cwd"), os.stat(home())
+    except OSError:  # no /proc (macOS): by the path, which a deleted folder may keep
+        try:
+            return psutil.Process(pid).cwd() != str(home())
+        except psutil.Error:
+            return False
+    return (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino)
+
+
 def _accepts_connections(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1)
@@ -116,9 +149,11 @@ def saved_state() -> dict:
 def status() -> BrokerStatus:
     """Is the course's native broker running? Says so, and says when it died."""
     state = _read_state()
+    pid, port = (state or {}).get("pid"), (state or {}).get("port")
+    if not _is_our_broker(pid) and (strays := _strays()):
+        return BrokerStatus(False, None, port, _STRAYS_RUN.format(pids=", ".join(map(str, strays)), home=home()))
     if state is None:
         return BrokerStatus(False, detail="not started")
-    pid, port = state.get("pid"), state.get("port")
     if state.get("stopped"):
         return BrokerStatus(False, None, port, "stopped (`streamlab kafka start` starts it again)")
     if not _is_our_broker(pid):
@@ -275,6 +310,11 @@ def start(port: int | None = None, *, quiet: bool = False, wait: bool = True) ->
             changes = ", ".join(f"{key}={old} -> {new}" for key, (old, new) in stale.items())
             print(f"The broker runs with older settings ({changes}); restarting it (its topics are kept).")
         stop(quiet=True)
+    for pid in filter(_folder_gone, _strays()):  # it holds the port this one would take
+        _end(pid)
+        if not quiet:
+            print(f"A broker of the course's was still running (pid {pid}) though its folder {home()} had been "
+                  "deleted; stopped it.")
     java = require_java()
     previous = _read_state() or {}
     port = port or previous.get("port") or DEFAULT_PORT
@@ -337,21 +377,31 @@ def _log_tail(lines: int = 20) -> str:
 
 
 def stop(*, quiet: bool = False) -> bool:
-    """Stop the native broker cleanly (SIGTERM, then SIGKILL after 30 s). True if one was running."""
+    """Stop the native broker cleanly (SIGTERM, then SIGKILL after 30 s), and any broker of this folder that
+    broker.json no longer names (``_strays``). True if one was running."""
     current = status()
-    if current.pid is None or not _is_our_broker(current.pid):
-        _mark_stopped()
-        return False
-    os.kill(current.pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline and _is_our_broker(current.pid):
-        time.sleep(0.2)
-    if _is_our_broker(current.pid):
-        os.kill(current.pid, signal.SIGKILL)
+    ended = [pid for pid in [current.pid, *_strays()] if pid is not None and _is_our_broker(pid)]
+    for pid in ended:
+        _end(pid)
     _mark_stopped()
-    if not quiet:
-        print(f"Stopped the broker (pid {current.pid}).")
-    return True
+    if ended and not quiet:
+        print(f"Stopped the broker (pid {', '.join(map(str, ended))}).")
+    return bool(ended)
+
+
+def _end(pid: int) -> None:
+    """SIGTERM, then SIGKILL if the broker is still there after ``STOP_TIMEOUT_S``; returns once it is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline and _is_our_broker(pid):
+        time.sleep(0.2)
+    if _is_our_broker(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _is_our_broker(pid):
+            time.sleep(0.1)
 
 
 def _mark_stopped() -> None:

@@ -1,13 +1,15 @@
-"""streamlab.stack.broker: the native KRaft broker — a busy port, a crash, a recovery, a settings change.
+"""streamlab.stack.broker: the native KRaft broker — a busy port, a crash, a recovery, a settings change, a
+folder deleted under a running broker.
 
-The real thing (three broker starts, a SIGKILL, a recovery: about half a minute) is marked ``slow``:
+The real thing (four broker starts, a SIGKILL, a recovery: about 40 s) is marked ``slow``:
 ``make test`` runs it, ``make check`` does not. The quick tests below check the same decisions —
-which port, "has exited", "older settings" — from the files a broker leaves, without starting one.
+which port, "has exited", "older settings", "still runs" — from the files a broker leaves, without starting one.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -60,6 +62,35 @@ def test_status_of_a_broker_that_died(own_broker_dir):
     assert proc.returncode == 1 and "has exited" in proc.stdout
 
 
+
+def test_a_broker_whose_folder_was_deleted_is_found_and_stopped(own_broker_dir):
+    """The broker's folder deleted while it ran (a learner's `rm -rf .streamlab`): no broker.json names it, yet
+    it holds its port and heap. status names its pid and what to do, and `streamlab kafka stop` stops it (it
+    said "The broker was not running." and left it running)."""
+    from streamlab.stack import broker
+
+    props = broker.home() / "server.properties"  # a stand-in with a broker's command line: no JVM to wait for
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "kafka.Kafka", str(props)],
+                             cwd=broker.home())
+    try:
+        deadline = time.monotonic() + 30
+        while not broker._is_our_broker(stray.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # In its folder it could be a broker another process just started, before its broker.json: start leaves it
+        assert broker._strays() == [stray.pid] and not broker._folder_gone(stray.pid)
+        shutil.rmtree(own_broker_dir)
+        assert broker._folder_gone(stray.pid), "the folder made again at its path is another folder"
+        state = broker.status()
+        assert not state.running and f"still runs (pid {stray.pid}) that broker.json does not name" in state.detail
+        assert "`streamlab kafka stop` stops it" in state.detail, state.detail
+        proc = streamlab("kafka", "stop")
+        assert proc.returncode == 0 and f"Stopped the broker (pid {stray.pid})" in proc.stdout, proc.stdout
+        assert stray.wait(timeout=30) == -signal.SIGTERM
+        assert broker.status().detail == "not started"
+    finally:
+        stray.kill()
+        stray.wait()
+
 def test_settings_of_an_older_course_are_noticed(own_broker_dir):
     from streamlab.stack import broker
 
@@ -70,7 +101,7 @@ def test_settings_of_an_older_course_are_noticed(own_broker_dir):
     assert broker.stale_settings() == {"auto.create.topics.enable": ("false", "true")}
 
 
-@pytest.mark.slow  # three real broker starts and a recovery after SIGKILL (~35 s)
+@pytest.mark.slow  # four real broker starts and a recovery after SIGKILL (~40 s)
 def test_busy_port_then_crash_then_recovery(own_broker_dir, capsys):
     from kafka import KafkaConsumer, KafkaProducer
 
@@ -132,6 +163,15 @@ def test_busy_port_then_crash_then_recovery(own_broker_dir, capsys):
     assert renewed.running and renewed.pid != old.pid and not broker.stale_settings()
     assert renewed.port == again.port, "a restart keeps the broker's address"
     assert topic in sl.list_topics()
+
+    # Its folder deleted while it runs: the next start stops it (it held the port and its heap, and the start
+    # took "another program" to hold it) and starts a new broker, which works.
+    shutil.rmtree(own_broker_dir)
+    capsys.readouterr()
+    fresh = broker.start()
+    assert f"still running (pid {renewed.pid})" in capsys.readouterr().out
+    assert fresh.running and fresh.pid != renewed.pid and not broker._is_our_broker(renewed.pid)
+    assert sl.new_topic("after", partitions=1) in sl.list_topics()
 
     assert broker.stop(quiet=True)
     stopped = broker.status()
