@@ -271,13 +271,12 @@ def not_a_notebook(given: str, language: str = "en") -> str | None:
     typed, here, course = path.name.removesuffix(".ipynb"), Path.cwd(), labs_dir().parent
     own = [here, here / "zh" / "labs", here / "labs"] if language == "zh" else [here, here / "labs"]
     the_courses = [course / "zh" / "labs", labs_dir()] if language == "zh" else [labs_dir()]
-    found: dict[Path, Path] = {}
-    for bases in (own, the_courses):  # the course's copies only if the learner has none here
-        for base in bases if not found else []:
-            for folder in sorted(base.iterdir()) if typed and base.is_dir() else []:
-                if folder.is_dir() and folder.name.startswith(typed):
-                    for notebook in sorted(folder.glob("*.ipynb")):
-                        found.setdefault(notebook.resolve(), notebook)
+
+    def labs_in(bases: list[Path]) -> dict[Path, Path]:
+        return {notebook.resolve(): notebook for base in bases if base.is_dir() for folder in sorted(base.iterdir())
+                if folder.is_dir() and folder.name.startswith(typed) for notebook in sorted(folder.glob("*.ipynb"))}
+
+    found = (labs_in(own) or labs_in(the_courses)) if typed else {}  # the course's copies only if none is here
     if found:
         return words["not_a_file"].format(given=given) + "\n" + _commands(list(found.values()), words)
     return words["no_such_file"].format(given=given, labs=_shown(labs_dir()))
