@@ -150,13 +150,14 @@ def status() -> BrokerStatus:
     """Is the course's native broker running? Says so, and says when it died."""
     state = _read_state()
     pid, port = (state or {}).get("pid"), (state or {}).get("port")
-    if not _is_our_broker(pid) and (strays := _strays()):
+    alive = _is_our_broker(pid)
+    if not alive and (strays := _strays()):
         return BrokerStatus(False, None, port, _STRAYS_RUN.format(pids=", ".join(map(str, strays)), home=home()))
     if state is None:
         return BrokerStatus(False, detail="not started")
     if state.get("stopped"):
         return BrokerStatus(False, None, port, "stopped (`streamlab kafka start` starts it again)")
-    if not _is_our_broker(pid):
+    if not alive:
         return BrokerStatus(False, pid, port,
                             f"not running: the broker (pid {pid}) has exited; see {log_file()} "
                             "(`streamlab kafka start` starts it again, keeping its topics)")
@@ -379,8 +380,8 @@ def _log_tail(lines: int = 20) -> str:
 def stop(*, quiet: bool = False) -> bool:
     """Stop the native broker cleanly (SIGTERM, then SIGKILL after 30 s), and any broker of this folder that
     broker.json no longer names (``_strays``). True if one was running."""
-    current = status()
-    ended = [pid for pid in [current.pid, *_strays()] if pid is not None and _is_our_broker(pid)]
+    named = (_read_state() or {}).get("pid")  # not status(): it would look for the strays a second time
+    ended = [pid for pid in [named, *_strays()] if _is_our_broker(pid)]
     for pid in ended:
         _end(pid)
     _mark_stopped()

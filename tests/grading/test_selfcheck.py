@@ -286,7 +286,7 @@ def test_a_lab_typed_by_name_or_folder_is_told_the_notebook_to_check(given, says
 
 
 
-def test_a_lab_typed_by_name_names_the_learners_copy_not_the_courses(tmp_path, monkeypatch, capsys):
+def test_a_lab_typed_by_name_names_the_learners_copy_not_the_courses(tmp_path, monkeypatch):
     """On a hub the lab is handed out into the student's labs/<lab>/; the course's own copy is blank."""
     from streamlab.grading.selfcheck import not_a_notebook
 
