@@ -325,9 +325,9 @@ def check_notebook_bytes(data: bytes, shown: str, *, source: Path | None = None)
     except ValueError as err:
         return f"{shown} is not JSON ({err})"
     if isinstance(parsed, dict) and "worksheets" in parsed and type(parsed.get("nbformat")) is int:
-        return (f"{shown} is a Jupyter notebook in the old format {parsed['nbformat']} (before 2015), which the grader "
-                f"does not read: open it in JupyterLab and save it (JupyterLab saves format 4), or copy your answers "
-                f"into a fresh copy of the lab")
+        return (f"{shown} is a Jupyter notebook in the old format {_cut(str(parsed['nbformat']))} (before 2015), which "
+                f"the grader does not read: open it in JupyterLab and save it (JupyterLab saves format 4), or copy "
+                f"your answers into a fresh copy of the lab")
     if not isinstance(parsed, dict) or "cells" not in parsed or "nbformat" not in parsed:
         return f"{shown} is JSON but not a Jupyter notebook"
     try:
@@ -372,7 +372,8 @@ def _same_flag(value, lab_value: bool) -> bool:
 
 
 def _cut(text: str) -> str:
-    """Something a student wrote in a cell's metadata, cut to ``bounds.METADATA_SHOWN_CHARS`` for a reason's words."""
+    """Something a student wrote in a notebook's or a cell's metadata, cut to ``bounds.METADATA_SHOWN_CHARS`` for a
+    reason's words."""
     return text if len(text) <= bounds.METADATA_SHOWN_CHARS else text[:bounds.METADATA_SHOWN_CHARS] + "..."
 
 

@@ -102,6 +102,18 @@ def test_check_notebook_on_junk(tmp_path, content, expected):
     assert expected in check_notebook(path)
 
 
+def test_an_old_format_named_by_a_4000_digit_number_is_quoted_cut():
+    """The format 3 reason quotes the notebook's ``nbformat``: a student's 4,001-digit one (Python reads up to 4,300)
+    made a 4.2 KB reason for grades.csv and every page; it is quoted cut, as a cell's metadata is."""
+    from streamlab.grading import bounds
+
+    reason = submissions_module.check_notebook_bytes(
+        ('{"worksheets": [], "nbformat": 1' + "0" * 4000 + "}").encode(), "x.ipynb")
+    shown = "1" + "0" * (bounds.METADATA_SHOWN_CHARS - 1) + "..."
+    assert reason.startswith(f"x.ipynb is a Jupyter notebook in the old format {shown} (before 2015)"), reason[:200]
+    assert len(reason) < 400
+
+
 def test_check_notebook_accepts_a_notebook(tmp_path):
     path = tmp_path / "ok.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), path)
